@@ -1,0 +1,72 @@
+#include <algorithm>
+#include <vector>
+
+#include "timing.hpp"
+
+namespace fastreduce::bench {
+
+namespace {
+Timing summarize(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  Timing t;
+  if (samples.empty()) return t;
+  t.min_us = samples.front();
+  t.max_us = samples.back();
+  const std::size_t mid = samples.size() / 2;
+  t.median_us = samples.size() % 2 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
+  return t;
+}
+
+struct EventPair {
+  cudaEvent_t start{}, stop{};
+  EventPair() {
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  double elapsed_us() const {
+    float ms = 0;
+    cudaEventSynchronize(stop);
+    cudaEventElapsedTime(&ms, start, stop);
+    return 1000.0 * ms;
+  }
+};
+}  // namespace
+
+Timing time_each(const std::function<void(int)>& fn, cudaStream_t stream, TimingOptions options) {
+  int call = 0;
+  for (int i = 0; i < options.warmup; ++i) fn(call++);
+  cudaStreamSynchronize(stream);
+  EventPair events;
+  std::vector<double> samples;
+  samples.reserve(options.repetitions);
+  for (int i = 0; i < options.repetitions; ++i) {
+    cudaEventRecord(events.start, stream);
+    fn(call++);
+    cudaEventRecord(events.stop, stream);
+    samples.push_back(events.elapsed_us());
+  }
+  return summarize(std::move(samples));
+}
+
+Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream, int calls,
+                         TimingOptions options) {
+  int call = 0;
+  for (int i = 0; i < options.warmup; ++i) fn(call++);
+  cudaStreamSynchronize(stream);
+  EventPair events;
+  std::vector<double> samples;
+  samples.reserve(options.repetitions);
+  for (int r = 0; r < options.repetitions; ++r) {
+    cudaEventRecord(events.start, stream);
+    for (int i = 0; i < calls; ++i) fn(call++);
+    cudaEventRecord(events.stop, stream);
+    samples.push_back(events.elapsed_us() / calls);
+  }
+  return summarize(std::move(samples));
+}
+
+}  // namespace fastreduce::bench

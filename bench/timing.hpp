@@ -1,0 +1,32 @@
+// How things are timed (kept apart from what is measured): CUDA events around the work,
+// warm-up first, the median of many repetitions.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <functional>
+
+namespace fastreduce::bench {
+
+struct TimingOptions {
+  int warmup = 5;
+  int repetitions = 30;
+};
+
+struct Timing {
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+};
+
+// Times each call of fn(i) on its own, between two events on `stream` (i counts calls, for
+// rotating among inputs).
+Timing time_each(const std::function<void(int)>& fn, cudaStream_t stream, TimingOptions options);
+
+// Times `calls` back-to-back calls of fn(i) between two events and divides: the cost of a call
+// when a program issues many (launch overhead included, as users see it). Repeated
+// options.repetitions times; the median batch counts.
+Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream, int calls,
+                         TimingOptions options);
+
+}  // namespace fastreduce::bench

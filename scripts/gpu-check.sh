@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Everything that needs a GPU, in one go: build, the GPU test tier, compute-sanitizer
+# (memcheck, racecheck, synccheck) over the GPU tests in quick mode, the ladder at 2^24 and
+# 2^28 floats, the bench against CUB and Thrust, and the accuracy report.
+# Logs go under $OUT (or ./gpu-check-logs). Pick stages by name; default: all of them.
+#   scripts/gpu-check.sh                     # build test sanitize ladder bench accuracy
+#   scripts/gpu-check.sh build ladder
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-check-logs}
+mkdir -p "$OUT"
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize ladder bench accuracy)
+want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+status=0
+step() { echo; echo "== $1 ($(date +%T))"; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')
+stamp=$(date +%Y-%m-%d)
+summary=()
+
+if want build; then
+  step build
+  start=$(date +%s)
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 &&
+    cmake --build "$BUILD_DIR" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  summary+=("build: ok in $(( $(date +%s) - start )) s")
+fi
+BIN=$BUILD_DIR
+if want test; then
+  step "tests (CPU and GPU tier)"
+  "$BIN/fastreduce_cpu_tests" > "$OUT/cpu_tests.log" 2>&1; rc=$?
+  summary+=("cpu tests: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/cpu_tests.log" | tr '\n' ' ') rc=$rc")
+  [ $rc -ne 0 ] && status=1
+  "$BIN/fastreduce_gpu_tests" > "$OUT/gpu_tests.log" 2>&1; rc=$?
+  summary+=("gpu tests: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/gpu_tests.log" | tr '\n' ' ') rc=$rc")
+  grep -E '^\[  FAILED|Failure|error' "$OUT/gpu_tests.log" | head -20
+  [ $rc -ne 0 ] && status=1
+fi
+if want sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    step "compute-sanitizer $tool"
+    FASTREDUCE_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$BIN/fastreduce_gpu_tests" --gtest_filter="${SANITIZE_FILTER:-*}" > "$OUT/sanitize_$tool.log" 2>&1; rc=$?
+    summary+=("sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1) rc=$rc")
+    [ $rc -ne 0 ] && status=1
+  done
+fi
+if want ladder; then
+  step ladder
+  for p in 24 28; do
+    "$BIN/fastreduce" ladder --n "2^$p" --format json > "$OUT/ladder_2p${p}.json" 2> "$OUT/ladder_2p${p}.err" || status=1
+    "$BIN/fastreduce" ladder --n "2^$p" --seed 1 2>/dev/null | tee "$OUT/ladder_2p${p}.txt" | head -20
+  done
+  "$BIN/fastreduce" ladder --n 2^24 --sweep-blocks --format json > "$OUT/ladder_sweep_2p24.json" 2>/dev/null || status=1
+  summary+=("ladder: $(grep -c '✅ pass' "$OUT/ladder_2p28.txt") rungs pass at 2^28")
+fi
+if want bench; then
+  step bench
+  "$BIN/fastreduce" bench --modes fast,reproducible --types float --ops sum --format json > "$OUT/bench_float_modes.json" 2>"$OUT/bench.err" || status=1
+  "$BIN/fastreduce" bench --format json ${BENCH_ARGS:-} > "$OUT/bench.json" 2>>"$OUT/bench.err" || status=1
+fi
+if want accuracy; then
+  step accuracy
+  for t in float double; do
+    "$BIN/fastreduce" accuracy --type $t | tee "$OUT/accuracy_${t}.txt" | tail -25 || status=1
+  done
+fi
+echo; echo "== summary on ${gpu:-unknown GPU}, $stamp"
+printf '%s\n' "${summary[@]}"
+exit $status

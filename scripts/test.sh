@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian/Ubuntu packages), builds, and runs every test.
+# Without a GPU the GPU tier skips and says so; the CPU tier always runs.
+#   scripts/test.sh            # build into ./build and run ctest
+#   BUILD_DIR=out JOBS=8 scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+
+need=()
+command -v cmake >/dev/null || need+=(cmake)
+command -v ninja >/dev/null || need+=(ninja-build)
+command -v g++ >/dev/null || need+=(g++)
+[ -d /usr/include/gtest ] || need+=(libgtest-dev)
+[ -f /usr/include/CLI/CLI.hpp ] || need+=(libcli11-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || need+=(nlohmann-json3-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+if ! command -v nvcc >/dev/null; then
+  if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH
+  else echo "error: the CUDA toolkit (nvcc) is required; install it from NVIDIA" >&2; exit 1; fi
+fi
+
+start=$(date +%s)
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j "$JOBS"
+echo "build took $(( $(date +%s) - start )) s"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"

@@ -1,0 +1,208 @@
+#include "cli/app.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "cli/dispatch.hpp"
+#include "cli/table.hpp"
+#include "ladder/ladder.hpp"
+
+namespace fastreduce::cli {
+
+std::vector<std::size_t> default_bench_sizes() {
+  std::vector<std::size_t> sizes;
+  for (int p = 10; p <= 30; p += 2) sizes.push_back(std::size_t(1) << p);
+  sizes.push_back(1000003);
+  sizes.push_back(100000007);
+  std::sort(sizes.begin(), sizes.end());
+  return sizes;
+}
+
+std::optional<std::size_t> parse_size(std::string_view text) {
+  auto number = [](std::string_view s) -> std::optional<std::size_t> {
+    std::size_t value = 0;
+    if (s.empty()) return std::nullopt;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return value;
+  };
+  auto power = [](std::size_t base, std::optional<std::size_t> exponent) -> std::optional<std::size_t> {
+    if (!exponent || *exponent > 62) return std::nullopt;
+    return base << *exponent;
+  };
+  if (auto p = text.find('^'); p != std::string_view::npos) {
+    if (text.substr(0, p) != "2") return std::nullopt;
+    return power(1, number(text.substr(p + 1)));
+  }
+  if (auto p = text.find("<<"); p != std::string_view::npos) {
+    const auto base = number(text.substr(0, p));
+    const auto shifted = base ? power(*base, number(text.substr(p + 2))) : std::nullopt;
+    if (!shifted || (*base != 0 && *shifted >> *number(text.substr(p + 2)) != *base)) return std::nullopt;
+    return shifted;
+  }
+  if (!text.empty()) {
+    const char unit = text.back();
+    const int shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
+    if (shift != 0) {
+      const auto base = number(text.substr(0, text.size() - 1));
+      if (!base || *base > (std::size_t(1) << (63 - shift))) return std::nullopt;
+      return *base << shift;
+    }
+  }
+  return number(text);
+}
+
+namespace {
+bool contains(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+constexpr std::string_view kFormats[] = {"table", "csv", "json"};
+constexpr std::string_view kBenchTypes[] = {"float", "double", "int32", "bfloat16"};
+constexpr std::string_view kBenchOps[] = {"sum", "max"};
+constexpr std::string_view kModes[] = {"fast", "reproducible"};
+}  // namespace
+
+std::optional<std::string> validate(const LadderOptions& o) {
+  if (!contains(ladder::kTypeNames, o.type)) {
+    return "--type must be one of int32, uint32, int64, float, double (got '" + o.type + "')";
+  }
+  if (!contains(ladder::kOpNames, o.op)) {
+    return "--op must be one of sum, prod, min, max, and, or (got '" + o.op + "')";
+  }
+  if (is_bitwise_op(o.op) && !is_integer_type(o.type)) {
+    return "--op " + o.op + " needs an integer --type (int32, uint32, int64), not " + o.type;
+  }
+  if (!ladder::valid_block(o.block)) {
+    return "--block must be a power of two from 32 to 1024 (got " + std::to_string(o.block) + ")";
+  }
+  if (o.rung != "all" && o.rung != "list" && ladder::find_rung(o.rung) == nullptr) {
+    return "--rung '" + o.rung + "' is not a rung; `fastreduce ladder --rung list` lists them";
+  }
+  if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
+  if (o.repetitions < 1) return "--repetitions must be at least 1";
+  return std::nullopt;
+}
+
+std::optional<std::string> validate(const BenchOptions& o) {
+  for (const auto& t : o.types) {
+    if (!contains(kBenchTypes, t)) return "--types: '" + t + "' is not one of float, double, int32, bfloat16";
+  }
+  for (const auto& op : o.ops) {
+    if (!contains(kBenchOps, op)) return "--ops: '" + op + "' is not one of sum, max";
+  }
+  for (const auto& m : o.modes) {
+    if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible";
+  }
+  if (o.types.empty() || o.ops.empty() || o.modes.empty()) return "--types, --ops and --modes need at least one name";
+  if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
+  if (o.repetitions < 1) return "--repetitions must be at least 1";
+  return std::nullopt;
+}
+
+std::optional<std::string> validate(const AccuracyOptions& o) {
+  if (o.type != "float" && o.type != "double") return "--type must be float or double";
+  if (o.n < 2) return "--n must be at least 2";
+  if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
+  return std::nullopt;
+}
+
+void print_rungs(std::ostream& out) {
+  out << "id    rung  kernel                  what it changes                                            source\n";
+  for (const ladder::Rung& r : ladder::rungs()) {
+    out << format("%-5s %-5d %-23s %-58s %s\n", r.id, r.number, r.name, r.change, r.seed);
+  }
+}
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"fastreduce: parallel reduction on NVIDIA GPUs (the seeds' ladder and a production engine)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fastreduce 0.1.0");
+
+  auto size_option = [](CLI::App* cmd, const char* name, std::size_t& target, const char* help) {
+    return cmd->add_option_function<std::string>(
+        name,
+        [&target, name](const std::string& text) {
+          const auto value = parse_size(text);
+          if (!value) throw CLI::ValidationError(name, "not a size: '" + text + "' (try 16777216, 2^24 or 16M)");
+          target = *value;
+        },
+        help);
+  };
+
+  auto* info = app.add_subcommand("info", "GPU name, SMs, L2, theoretical and measured copy bandwidth");
+
+  LadderOptions lo;
+  auto* ladder_cmd = app.add_subcommand("ladder", "run the seeds' optimisation ladder, one row per rung");
+  size_option(ladder_cmd, "--n", lo.n, "elements (default 2^24; accepts 2^K, 1<<K, 16M)");
+  ladder_cmd->add_option("--type", lo.type, "int32 | uint32 | int64 | float | double")->capture_default_str();
+  ladder_cmd->add_option("--op", lo.op, "sum | prod | min | max | and | or")->capture_default_str();
+  ladder_cmd->add_option("--block", lo.block, "threads per block, power of two 32-1024")->capture_default_str();
+  ladder_cmd->add_option("--rung", lo.rung, "a rung id, 'all', or 'list' to list them (no GPU needed)")
+      ->capture_default_str();
+  ladder_cmd->add_flag("--sweep-blocks", lo.sweep_blocks, "also time every block size 32-1024 (the lecture's table)");
+  ladder_cmd->add_option("--format", lo.format, "table | csv | json")->capture_default_str();
+  ladder_cmd->add_option("--repetitions", lo.repetitions, "timed runs per row (median reported)")->capture_default_str();
+  ladder_cmd->add_option("--seed", lo.seed, "data seed (0: fresh random data)");
+
+  BenchOptions bo;
+  std::vector<std::string> size_texts;
+  auto* bench_cmd = app.add_subcommand("bench", "fastreduce vs CUB DeviceReduce vs thrust::reduce, same data, same run");
+  bench_cmd->add_option("--types", bo.types, "float,double,int32,bfloat16")->delimiter(',')->capture_default_str();
+  bench_cmd->add_option("--ops", bo.ops, "sum,max")->delimiter(',')->capture_default_str();
+  bench_cmd->add_option("--sizes", size_texts, "element counts (default 2^10..2^30 every 4x, 1000003, 100000007)")
+      ->delimiter(',');
+  bench_cmd->add_option("--modes", bo.modes, "fast,reproducible")->delimiter(',')->capture_default_str();
+  bench_cmd->add_option("--format", bo.format, "table | csv | json")->capture_default_str();
+  bench_cmd->add_option("--plot", bo.plot, "write a PNG of GB/s against n (needs python3 + matplotlib)");
+  bench_cmd->add_option("--repetitions", bo.repetitions, "timed batches per measurement (median reported)")
+      ->capture_default_str();
+  bench_cmd->add_flag("--skip-thrust", bo.skip_thrust, "leave thrust::reduce out");
+
+  AccuracyOptions ao;
+  auto* accuracy_cmd = app.add_subcommand("accuracy", "error of each method on adversarial sums, against the exact sum");
+  accuracy_cmd->add_option("--type", ao.type, "float | double")->capture_default_str();
+  size_option(accuracy_cmd, "--n", ao.n, "elements per data set (default 2^22)");
+  accuracy_cmd->add_option("--seed", ao.seed, "data seed (fixed by default, so GPUs can be compared)")
+      ->capture_default_str();
+  accuracy_cmd->add_option("--format", ao.format, "table | csv | json")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err) == 0 ? 0 : 2;
+  }
+
+  auto fail = [&](const std::string& message) {
+    err << "fastreduce: " << message << '\n';
+    return 2;
+  };
+  if (info->parsed()) return run_info(out, err);
+  if (ladder_cmd->parsed()) {
+    if (auto problem = validate(lo)) return fail(*problem);
+    if (lo.rung == "list") {
+      print_rungs(out);
+      return 0;
+    }
+    return run_ladder(lo, out, err);
+  }
+  if (bench_cmd->parsed()) {
+    for (const auto& text : size_texts) {
+      const auto value = parse_size(text);
+      if (!value) return fail("--sizes: not a size: '" + text + "'");
+      bo.sizes.push_back(*value);
+    }
+    if (bo.sizes.empty()) bo.sizes = default_bench_sizes();
+    if (auto problem = validate(bo)) return fail(*problem);
+    return run_bench(bo, out, err);
+  }
+  if (accuracy_cmd->parsed()) {
+    if (auto problem = validate(ao)) return fail(*problem);
+    return run_accuracy(ao, out, err);
+  }
+  return 2;
+}
+
+}  // namespace fastreduce::cli

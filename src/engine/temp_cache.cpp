@@ -1,0 +1,78 @@
+// Cached temporary storage of the blocking API, one buffer per (device, stream).
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "engine/temp_cache.hpp"
+#include "fastreduce/fastreduce.cuh"
+
+namespace fastreduce::engine {
+
+namespace {
+struct Buffer {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  std::mutex mutex;  // one reduction at a time uses a buffer
+};
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::pair<int, cudaStream_t>, Buffer>& registry() {
+  static std::map<std::pair<int, cudaStream_t>, Buffer> buffers;
+  return buffers;
+}
+}  // namespace
+
+cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, CachedTemp& out) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  Buffer* buffer = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(registry_mutex());
+    buffer = &registry()[{device, stream}];  // map nodes never move
+  }
+  std::unique_lock<std::mutex> lock(buffer->mutex);
+  constexpr std::size_t kSlot = 16;
+  if (buffer->bytes < kSlot + bytes) {
+    if (buffer->data != nullptr) {
+      // The previous call on this stream has finished (reduce() synchronises), so it can go.
+      cudaFree(buffer->data);
+      buffer->data = nullptr;
+      buffer->bytes = 0;
+    }
+    if (cudaError_t e = cudaMalloc(&buffer->data, kSlot + bytes); e != cudaSuccess) {
+      buffer->data = nullptr;
+      return e;
+    }
+    buffer->bytes = kSlot + bytes;
+  }
+  out.result_slot = buffer->data;
+  out.temp = static_cast<char*>(buffer->data) + kSlot;
+  out.temp_bytes = buffer->bytes - kSlot;
+  out.lock = std::move(lock);
+  return cudaSuccess;
+}
+
+}  // namespace fastreduce::engine
+
+namespace fastreduce {
+
+void release_cached_workspaces() {
+  std::lock_guard<std::mutex> guard(engine::registry_mutex());
+  for (auto& [key, buffer] : engine::registry()) {
+    std::lock_guard<std::mutex> lock(buffer.mutex);
+    if (buffer.data != nullptr) {
+      int current = 0;
+      cudaGetDevice(&current);
+      cudaSetDevice(key.first);
+      cudaFree(buffer.data);
+      cudaSetDevice(current);
+      buffer.data = nullptr;
+      buffer.bytes = 0;
+    }
+  }
+}
+
+}  // namespace fastreduce

@@ -1,0 +1,21 @@
+// The blocking API's cached temporary storage (host only).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <mutex>
+
+namespace fastreduce::engine {
+
+// Temporary storage of the blocking API for the current device and `stream`: at least `bytes`,
+// with 16 bytes in front for the result. The lock is held until the returned guard goes away.
+struct CachedTemp {
+  void* result_slot;
+  void* temp;
+  std::size_t temp_bytes;
+  std::unique_lock<std::mutex> lock;
+};
+cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, CachedTemp& out);
+
+}  // namespace fastreduce::engine

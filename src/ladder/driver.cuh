@@ -1,0 +1,90 @@
+// The lecture's multi-level host driver: the same kernel reapplied to the partials until one
+// value remains. Unlike the lecture's code, each level is launched with its own length (not
+// the original n), and a level wider than the device's grid limit is split into launches.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+
+#include "fastreduce/ops.cuh"
+#include "ladder/01_interleaved_divergent.cuh"
+#include "ladder/02_interleaved_strided.cuh"
+#include "ladder/03_sequential_addressing.cuh"
+#include "ladder/04_first_add_during_load.cuh"
+#include "ladder/05_unroll_last_warp.cuh"
+#include "ladder/06_complete_unroll.cuh"
+#include "ladder/07_multiple_per_thread.cuh"
+#include "ladder/08_coarsened_load.cuh"
+#include "ladder/ladder.hpp"
+#include "primitives/device_pointer.hpp"
+
+namespace fastreduce::ladder {
+
+// Calls f(RungKernel{}) with the struct that launches this rung.
+template <class F>
+void with_rung(const Rung& rung, F&& f) {
+  switch (rung.number) {
+    case 1: f(InterleavedDivergent{}); break;
+    case 2: f(InterleavedStrided{}); break;
+    case 3: f(SequentialAddressing{}); break;
+    case 4: f(FirstAddDuringLoad{}); break;
+    case 5: f(UnrollLastWarp{}); break;
+    case 6: f(CompleteUnroll{}); break;
+    case 7: f(MultiplePerThread{}); break;
+    case 8:
+      switch (rung.items_per_thread) {
+        case 4: f(CoarsenedLoad<4>{}); break;
+        case 8: f(CoarsenedLoad<8>{}); break;
+        case 16: f(CoarsenedLoad<16>{}); break;
+        case 32: f(CoarsenedLoad<32>{}); break;
+        case 64: f(CoarsenedLoad<64>{}); break;
+        default: break;
+      }
+      break;
+    default: break;
+  }
+}
+
+template <class T, class Op>
+cudaError_t run(const Rung& rung, const T* in, T* out, std::size_t n, unsigned block,
+                Workspace& workspace, cudaStream_t stream, const Limits& limits) {
+  static_assert(op_applies_to<T, Op>, "bitwise ops need an integer type");
+  if (!valid_block(block) || out == nullptr || (n > 0 && in == nullptr)) return cudaErrorInvalidValue;
+  if (n > 0) {
+    if (cudaError_t e = primitives::check_device_pointer(in); e != cudaSuccess) return e;
+  }
+  if (cudaError_t e = primitives::check_device_pointer(out); e != cudaSuccess) return e;
+
+  const std::vector<Level> levels = plan_for(rung, n, block, limits);
+  if (cudaError_t e = workspace.reserve(workspace_bytes(levels, sizeof(T))); e != cudaSuccess) return e;
+  T* const buffers[2] = {static_cast<T*>(workspace.data()),
+                         static_cast<T*>(workspace.data()) + (levels.size() > 1 ? levels[0].grid : 0)};
+  const std::size_t items_per_block = std::size_t(block) * rung.items_per_thread;
+  const std::size_t max_grid = std::max<std::size_t>(limits.max_grid_x, 1);
+
+  const T* level_in = in;
+  for (std::size_t l = 0; l < levels.size(); ++l) {
+    const Level& level = levels[l];
+    T* level_out = l + 1 == levels.size() ? out : buffers[l % 2];
+    with_rung(rung, [&](auto kernel) {
+      if (rung.grid_stride || level.grid <= max_grid) {
+        kernel.template launch<T, Op>(level_in, level_out, level.length,
+                                      static_cast<unsigned>(level.grid), block, stream);
+        return;
+      }
+      // Wider than one launch may be: consecutive chunks of max_grid tiles each.
+      for (std::size_t first = 0; first < level.grid; first += max_grid) {
+        const std::size_t blocks = std::min(max_grid, level.grid - first);
+        const std::size_t offset = first * items_per_block;
+        kernel.template launch<T, Op>(level_in + offset, level_out + first,
+                                      std::min(level.length - offset, blocks * items_per_block),
+                                      static_cast<unsigned>(blocks), block, stream);
+      }
+    });
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    level_in = level_out;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace fastreduce::ladder

@@ -1,0 +1,70 @@
+// Warp-level reductions shared by the ladder (rungs 5-8) and the engine.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "fastreduce/ops.cuh"
+
+namespace fastreduce::primitives {
+
+inline constexpr unsigned kWarpSize = 32;
+inline constexpr unsigned kFullMask = 0xffffffffu;
+
+// Butterfly reduction with register shuffles: every lane ends with the warp's result.
+// The combine order is fixed (xor 16, 8, 4, 2, 1), so the result is deterministic.
+// 32-bit integer sum/min/max/and/or/xor use the sm_80+ __reduce_*_sync instructions instead.
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T value, Op op) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>) {
+    if constexpr (std::is_same_v<Op, Sum>) {
+      return static_cast<T>(__reduce_add_sync(kFullMask, static_cast<std::uint32_t>(value)));
+    } else if constexpr (std::is_same_v<Op, Min>) {
+      return __reduce_min_sync(kFullMask, value);
+    } else if constexpr (std::is_same_v<Op, Max>) {
+      return __reduce_max_sync(kFullMask, value);
+    } else if constexpr (std::is_same_v<Op, BitAnd>) {
+      return static_cast<T>(__reduce_and_sync(kFullMask, static_cast<std::uint32_t>(value)));
+    } else if constexpr (std::is_same_v<Op, BitOr>) {
+      return static_cast<T>(__reduce_or_sync(kFullMask, static_cast<std::uint32_t>(value)));
+    } else if constexpr (std::is_same_v<Op, BitXor>) {
+      return static_cast<T>(__reduce_xor_sync(kFullMask, static_cast<std::uint32_t>(value)));
+    }
+  }
+#endif
+  for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    value = op(value, __shfl_xor_sync(kFullMask, value, offset));  // partner lane's partial
+  }
+  return value;
+}
+
+// The last-warp unroll of seed 003, made correct for Volta and later.
+//
+// The seed writes `sdata[tid] += sdata[tid + s]` through a volatile pointer and relies on the
+// 32 threads of a warp executing in lock-step. Since Volta, threads of a warp are scheduled
+// independently: a lane may read sdata[tid + s] before its neighbour has stored that slot's
+// value of the previous step, so the seed code races (compute-sanitizer racecheck reports it)
+// and can return a wrong sum. Here every step reads into a register, then __syncwarp() orders
+// all reads of the step before any write, and a second __syncwarp() orders the writes before
+// the next step's reads. The idea is kept: no __syncthreads() and no `tid < s` branch in the
+// last warp.
+//
+// Called by the 32 threads of warp 0 with sdata holding at least 2 * active valid entries
+// (`active` = number of partials still to combine, a power of two from 1 to 32 is fine).
+template <unsigned FirstStride, class T, class Op>
+__device__ __forceinline__ T warp_tail_shared(volatile T* sdata, unsigned tid, Op op) {
+  T value = sdata[tid];
+#pragma unroll
+  for (unsigned s = FirstStride; s > 0; s /= 2) {
+    value = op(value, static_cast<T>(sdata[tid + s]));
+    __syncwarp();  // every lane has read this step's partner before anyone overwrites it
+    sdata[tid] = value;
+    __syncwarp();  // this step's results are stored before the next step reads them
+  }
+  return value;
+}
+
+}  // namespace fastreduce::primitives

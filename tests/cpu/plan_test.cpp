@@ -1,0 +1,77 @@
+// The engine's launch planning and argument checks (no device needed for null pointers).
+#include <gtest/gtest.h>
+
+#include "engine/plan.hpp"
+
+namespace eng = fastreduce::engine;
+
+TEST(EnginePlan, AlignedFloatsSplitIntoVectors) {
+  const auto plan = eng::plan_fast(1000, 4, 0x1000, 4, eng::kSm90Fast, 132, 8, 0);
+  EXPECT_EQ(plan.head, 0u);
+  EXPECT_EQ(plan.vectors, 250u);
+  EXPECT_EQ(plan.grid, 1u);
+  EXPECT_GE(plan.share * plan.grid, plan.vectors);
+  EXPECT_EQ(plan.share % eng::kSm90Fast.threads, 0u);
+}
+
+TEST(EnginePlan, MisalignedPointerPeelsAHead) {
+  // A float pointer 4 bytes past a 16-byte boundary: 3 elements before the next boundary.
+  const auto plan = eng::plan_fast(1003, 4, 0x1004, 4, eng::kSm90Fast, 132, 8, 0);
+  EXPECT_EQ(plan.head, 3u);
+  EXPECT_EQ(plan.vectors, 250u);
+  EXPECT_EQ(plan.head + plan.vectors * 4, 1003u);
+  // Fewer elements than the head: all of them are head.
+  const auto tiny = eng::plan_fast(2, 4, 0x1004, 4, eng::kSm90Fast, 132, 8, 0);
+  EXPECT_EQ(tiny.head, 2u);
+  EXPECT_EQ(tiny.vectors, 0u);
+  // double 8 bytes past: 1 element of head.
+  EXPECT_EQ(eng::plan_fast(9, 8, 0x1008, 8, eng::kSm90Fast, 132, 8, 0).head, 1u);
+}
+
+TEST(EnginePlan, GridGrowsWithNAndStopsAtResidentCapacity) {
+  const auto mid = eng::plan_fast(std::size_t(1) << 20, 4, 0, 4, eng::kSm90Fast, 132, 8, 0);
+  EXPECT_EQ(mid.grid, (std::size_t(1) << 18) / eng::kSm90Fast.vectors_per_block);
+  const auto big = eng::plan_fast(std::size_t(1) << 30, 4, 0, 4, eng::kSm90Fast, 132, 8, 0);
+  EXPECT_EQ(big.grid, 132u * 8u);
+  EXPECT_GE(std::size_t(big.share) * big.grid, big.vectors);
+  EXPECT_EQ(big.temp_bytes, 132u * 8u * 4u);
+}
+
+TEST(EnginePlan, MaxBlocksCapsTheGrid) {
+  for (unsigned cap : {1u, 3u, 7u, 64u}) {
+    const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSm90Fast, 132, 8, cap);
+    EXPECT_EQ(plan.grid, cap);
+    EXPECT_GE(std::size_t(plan.share) * plan.grid, plan.vectors);
+  }
+}
+
+TEST(EnginePlan, TempSizeDoesNotDependOnTheAddressAndIsNeverZero) {
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000003), std::size_t(1) << 31}) {
+    const auto a = eng::plan_fast(n, 4, 0, 4, eng::kSm90Fast, 132, 8, 0);
+    const auto b = eng::plan_fast(n, 4, 0x1004, 4, eng::kSm90Fast, 132, 8, 0);
+    EXPECT_EQ(a.temp_bytes, b.temp_bytes);
+    EXPECT_GT(a.temp_bytes, 0u);
+  }
+}
+
+TEST(EnginePlan, ReproducibleTilesDependOnNAlone) {
+  const auto a = eng::plan_reproducible(std::size_t(1) << 24, 132, 8, 0);
+  const auto b = eng::plan_reproducible(std::size_t(1) << 24, 114, 4, 7);
+  EXPECT_EQ(a.tiles, (std::size_t(1) << 24) / eng::kReproTile);
+  EXPECT_EQ(a.tiles, b.tiles);
+  EXPECT_EQ(a.temp_bytes, b.temp_bytes);
+  EXPECT_EQ(b.grid, 7u);
+  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0).tiles, 0u);
+  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0).grid, 1u);
+  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0).tiles, 2u);
+}
+
+TEST(EngineArguments, NullPointersAndSmallTempAreRejectedInOrder) {
+  int dummy[4];
+  EXPECT_EQ(eng::validate_arguments(dummy, nullptr, dummy, 4, 4, 4, 64, 64).code, cudaErrorInvalidValue);
+  EXPECT_EQ(eng::validate_arguments(nullptr, dummy, dummy, 4, 4, 4, 64, 64).code, cudaErrorInvalidValue);
+  EXPECT_EQ(eng::validate_arguments(dummy, dummy, dummy, 4, 4, 4, 32, 64).code, cudaErrorInvalidValue);
+  const auto misaligned = eng::validate_arguments(reinterpret_cast<char*>(dummy) + 1, dummy, dummy, 4, 4, 4, 64, 64);
+  EXPECT_EQ(misaligned.code, cudaErrorMisalignedAddress);
+  EXPECT_NE(std::string(misaligned.message).find("d_in"), std::string::npos);
+}

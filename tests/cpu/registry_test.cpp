@@ -1,0 +1,92 @@
+// The rung registry and the multi-level planning arithmetic.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
+#include <string>
+
+#include "ladder/ladder.hpp"
+
+namespace lad = fastreduce::ladder;
+
+TEST(Registry, EveryRungOfTheSeedsIsThereOnceInOrder) {
+  const auto rungs = lad::rungs();
+  ASSERT_EQ(rungs.size(), 12u);  // 1-7 and rung 8 with F = 4, 8, 16, 32, 64
+  std::set<std::string> ids;
+  int previous = 0;
+  for (const auto& r : rungs) {
+    EXPECT_TRUE(ids.insert(r.id).second) << r.id;
+    EXPECT_GE(r.number, previous);
+    previous = r.number;
+    EXPECT_EQ(lad::find_rung(r.id), &r);
+  }
+  EXPECT_EQ(rungs.front().number, 1);
+  EXPECT_EQ(rungs.back().number, 8);
+  unsigned f = 4;
+  for (const auto& r : rungs) {
+    if (r.number == 8) {
+      EXPECT_EQ(r.items_per_thread, f);
+      f *= 2;
+    }
+  }
+  EXPECT_EQ(f, 128u);
+  EXPECT_EQ(lad::find_rung("9"), nullptr);
+  EXPECT_EQ(lad::find_rung(""), nullptr);
+}
+
+TEST(Registry, ValidBlockSizes) {
+  for (unsigned b : {32u, 64u, 128u, 256u, 512u, 1024u}) EXPECT_TRUE(lad::valid_block(b)) << b;
+  for (unsigned b : {0u, 1u, 16u, 31u, 48u, 96u, 2048u}) EXPECT_FALSE(lad::valid_block(b)) << b;
+}
+
+TEST(Plan, ZeroAndOneElementNeedOneLevel) {
+  const auto none = lad::plan_levels(0, 512, std::numeric_limits<std::size_t>::max());
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].length, 0u);
+  EXPECT_EQ(none[0].grid, 1u);
+  const auto one = lad::plan_levels(1, 512, std::numeric_limits<std::size_t>::max());
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(lad::workspace_bytes(one, 4), 0u);
+}
+
+TEST(Plan, EachLevelReducesTheLengthOfTheOneBefore) {
+  // The lecture's driver passed n to every level; here each level gets its own length.
+  const std::size_t n = (std::size_t(1) << 24) + 3;
+  const auto levels = lad::plan_levels(n, 512, std::numeric_limits<std::size_t>::max());
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_EQ(levels[0].length, n);
+  EXPECT_EQ(levels[0].grid, 32769u);  // ceil(n / 512)
+  EXPECT_EQ(levels[1].length, 32769u);
+  EXPECT_EQ(levels[1].grid, 65u);
+  EXPECT_EQ(levels[2].length, 65u);
+  EXPECT_EQ(levels[2].grid, 1u);
+  EXPECT_EQ(lad::workspace_bytes(levels, 4), (32769u + 65u) * 4);
+  EXPECT_EQ(lad::bytes_moved(levels, 4), (n + 32769 + 32769 + 65 + 65 + 1) * 4);
+}
+
+TEST(Plan, GridStrideRungCapsTheGrid) {
+  const auto levels = lad::plan_levels(std::size_t(1) << 28, 512, 1056);
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_EQ(levels[0].grid, 1056u);
+  EXPECT_EQ(levels[1].length, 1056u);
+  EXPECT_EQ(levels[1].grid, 3u);
+  EXPECT_EQ(levels[2].grid, 1u);
+}
+
+TEST(Plan, SizesAboveTwoToThe32AreCountedIn64Bits) {
+  const std::size_t n = (std::size_t(1) << 33) + 17;
+  const auto levels = lad::plan_levels(n, 64, std::numeric_limits<std::size_t>::max());
+  EXPECT_EQ(levels[0].grid, (n + 63) / 64);
+  EXPECT_GT(levels[0].grid, std::size_t(1) << 27);
+  EXPECT_EQ(levels.back().grid, 1u);
+}
+
+TEST(Plan, ErrorDepthCountsSerialWorkAndTreeLevels) {
+  lad::Limits limits;
+  limits.grid_stride_blocks = 1000;
+  // Rung 3, block 256, n = 256: one level, 1 load + 8 tree steps.
+  EXPECT_EQ(lad::error_depth(*lad::find_rung("3"), 256, 256, limits), 1u + 8u);
+  // Rung 8 F=16: 16 serial adds per thread plus the tree, on each level.
+  const auto depth = lad::error_depth(*lad::find_rung("8f16"), std::size_t(1) << 20, 256, limits);
+  EXPECT_EQ(depth, 2u * (16u + 8u));
+}

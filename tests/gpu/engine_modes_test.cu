@@ -1,0 +1,136 @@
+// Mode::Reproducible: the same bits for any launch shape, and compensated accuracy.
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "fastreduce/fastreduce.cuh"
+#include "gpu_test.hpp"
+#include "reference/reference.hpp"
+
+namespace fr = fastreduce;
+using namespace fastreduce::testing;
+
+namespace {
+
+template <class T>
+fr::acc_t<T, fr::Sum> repro_sum(const T* in, std::size_t n, unsigned max_blocks = 0) {
+  const fr::Options opt{.mode = fr::Mode::Reproducible, .max_blocks = max_blocks};
+  std::size_t bytes = 0;
+  EXPECT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, bytes, in, nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  DeviceBuffer<fr::acc_t<T, fr::Sum>> out(1);
+  out.poison();
+  EXPECT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in, out.get(), n, fr::Sum{}, 0, opt)), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return read_back(out.get());
+}
+
+template <class T>
+void check_launch_shape_independence() {
+  FASTREDUCE_REQUIRE_GPU();
+  std::vector<std::size_t> sizes = edge_sizes();
+  sizes.push_back(4095);
+  sizes.push_back(4097);
+  sizes.push_back(quick() ? 100003 : 10000019);
+  for (std::size_t n : sizes) {
+    DeviceBuffer<T> in(n + 3);
+    ASSERT_EQ(fr::bench::fill_random(in.get(), n + 3, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+    const auto reference = repro_sum(in.get(), n);
+    for (unsigned max_blocks : {1u, 3u, 7u, 64u, 132u}) {  // and below: offsets of 1-3 elements
+      EXPECT_TRUE(same_bits(repro_sum(in.get(), n, max_blocks), reference)) << "n=" << n << " max_blocks=" << max_blocks;
+    }
+    DeviceBuffer<T> shifted(n + 3);
+    for (std::size_t offset : {1u, 2u, 3u}) {
+      CUDA_OK(cudaMemcpy(shifted.get() + offset, in.get(), n * sizeof(T), cudaMemcpyDeviceToDevice));
+      EXPECT_TRUE(same_bits(repro_sum(shifted.get() + offset, n), reference)) << "n=" << n << " offset=" << offset;
+    }
+    // Against the exact sum: within a few ulps of the result.
+    const auto host = fr::bench::to_host(in.get(), n);
+    const double exact = fr::reference::exact_sum(host.data(), n);
+    using A = fr::acc_t<T, fr::Sum>;
+    const A rounded = static_cast<A>(exact);
+    const double ulp = double(std::nextafter(std::fabs(rounded), std::numeric_limits<A>::infinity())) - std::fabs(double(rounded));
+    EXPECT_LE(std::fabs(double(reference) - exact), 2.0 * ulp) << "n=" << n;
+  }
+}
+
+}  // namespace
+
+TEST(Reproducible, FloatBitsDoNotDependOnTheLaunch) { check_launch_shape_independence<float>(); }
+TEST(Reproducible, DoubleBitsDoNotDependOnTheLaunch) { check_launch_shape_independence<double>(); }
+TEST(Reproducible, HalfBitsDoNotDependOnTheLaunch) { check_launch_shape_independence<__half>(); }
+TEST(Reproducible, Bfloat16BitsDoNotDependOnTheLaunch) { check_launch_shape_independence<__nv_bfloat16>(); }
+
+TEST(Reproducible, HundredRunsIdentical) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? 100003 : (std::size_t(1) << 24) + 5;
+  DeviceBuffer<float> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const float first = repro_sum(in.get(), n);
+  for (int i = 0; i < (quick() ? 5 : 100); ++i) ASSERT_TRUE(same_bits(repro_sum(in.get(), n), first)) << i;
+}
+
+// Adversarial data against the exact (correctly rounded) sum.
+template <class T>
+std::vector<T> adversarial(int kind, std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (kind) {
+      case 0:  // magnitudes spanning 1e-8 .. 1e8, random signs
+        v[i] = static_cast<T>((unit(rng) < 0.5 ? -1 : 1) * std::pow(10.0, -8 + 16 * unit(rng)));
+        break;
+      case 1:  // large cancelling pairs with small values in between
+        v[i] = i % 3 == 2 ? static_cast<T>(1e-3 * unit(rng)) : static_cast<T>(0);
+        if (i % 3 == 0) {
+          const T big = static_cast<T>(1e7 * (1 + unit(rng)));
+          v[i] = big;
+          if (i + 1 < n) v[i + 1] = -big;
+        }
+        break;
+      default:  // sum near zero from values of order one
+        v[i] = static_cast<T>(unit(rng) - 0.5);
+        break;
+    }
+  }
+  if (kind == 1) std::shuffle(v.begin(), v.end(), rng);
+  return v;
+}
+
+template <class T>
+void check_accuracy() {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? 50001 : 2000003;
+  for (int kind = 0; kind < 3; ++kind) {
+    for (bool sorted : {false, true}) {
+      auto host = adversarial<T>(kind, n, fr::bench::fresh_seed());
+      if (sorted) std::sort(host.begin(), host.end(), [](T a, T b) { return std::fabs(a) < std::fabs(b); });
+      DeviceBuffer<T> in(n);
+      CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+      const double exact = fr::reference::exact_sum(host.data(), n);
+      const T got = repro_sum(in.get(), n);
+      const T rounded = static_cast<T>(exact);
+      const double ulp = double(std::nextafter(std::fabs(rounded), std::numeric_limits<T>::infinity())) - std::fabs(double(rounded));
+      EXPECT_LE(std::fabs(double(got) - exact), 2.0 * ulp) << "kind " << kind << " sorted " << sorted << " exact " << exact
+                                                           << " got " << double(got);
+    }
+  }
+}
+
+TEST(Reproducible, FloatWithinTwoUlpsOnAdversarialData) { check_accuracy<float>(); }
+TEST(Reproducible, DoubleWithinTwoUlpsOnAdversarialData) { check_accuracy<double>(); }
+
+TEST(Reproducible, NonSumOpsTakeTheExactFastPath) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 100003;
+  DeviceBuffer<float> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const auto host = fr::bench::to_host(in.get(), n);
+  EXPECT_EQ(fr::reduce(in.get(), n, fr::Max{}, {.mode = fr::Mode::Reproducible}), fr::reference::reduce(host.data(), n, fr::Max{}));
+  DeviceBuffer<std::int64_t> ints(n);
+  ASSERT_EQ(fr::bench::fill_random(ints.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const auto hi = fr::bench::to_host(ints.get(), n);
+  EXPECT_EQ(fr::reduce(ints.get(), n, fr::Sum{}, {.mode = fr::Mode::Reproducible}), fr::reference::reduce(hi.data(), n, fr::Sum{}));
+  EXPECT_THROW((void)fr::reduce(in.get(), n, fr::Prod{}, {.mode = fr::Mode::Reproducible}), fr::Error);
+}

@@ -1,0 +1,155 @@
+// Every rung x op x type x edge size x block size against the CPU reference.
+#include <cmath>
+#include <limits>
+
+#include "baselines.hpp"
+#include "gpu_test.hpp"
+#include "ladder/ladder.hpp"
+#include "reference/reference.hpp"
+
+namespace fr = fastreduce;
+namespace lad = fastreduce::ladder;
+using namespace fastreduce::testing;
+
+namespace {
+
+template <class Op>
+const char* op_name() {
+  return Op::name;
+}
+
+template <class T, class Op>
+void check_ladder() {
+  FASTREDUCE_REQUIRE_GPU();
+  int device = 0;
+  cudaGetDevice(&device);
+  const std::vector<unsigned> blocks = quick() ? std::vector<unsigned>{32, 256} : std::vector<unsigned>{32, 128, 256, 1024};
+  lad::Workspace workspace;
+  DeviceBuffer<T> out(1);
+  for (std::size_t n : edge_sizes()) {
+    DeviceBuffer<T> in(n);
+    ASSERT_NE(in.get(), nullptr);
+    const auto dist = fr::bench::distribution_for(op_name<Op>());
+    CUDA_OK(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), dist, std::is_same_v<Op, fr::BitAnd>));
+    const std::vector<T> host = fr::bench::to_host(in.get(), n);
+    long double expected = 0, scale = 0;
+    if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, fr::Sum>) {
+      expected = fr::reference::compensated_sum(host.data(), n);
+      scale = fr::reference::absolute_sum(host.data(), n);
+    } else {
+      expected = static_cast<long double>(fr::reference::reduce(host.data(), n, Op{}));
+      scale = std::fabs(expected);
+    }
+    for (const lad::Rung& rung : lad::rungs()) {
+      for (unsigned block : blocks) {
+        const lad::Limits limits = lad::device_limits(device, block);
+        out.poison();
+        ASSERT_EQ((lad::run<T, Op>(rung, in.get(), out.get(), n, block, workspace, 0, limits)), cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const T got = read_back(out.get());
+        if constexpr (std::is_floating_point_v<T> && (std::is_same_v<Op, fr::Sum> || std::is_same_v<Op, fr::Prod>)) {
+          const long double bound = lad::error_depth(rung, n, block, limits) * std::numeric_limits<T>::epsilon() * scale;
+          ASSERT_LE(std::fabs(static_cast<long double>(got) - expected), bound)
+              << "rung " << rung.id << " block " << block << " n " << n << " got " << got << " want " << double(expected);
+        } else {
+          ASSERT_EQ(got, static_cast<T>(expected)) << "rung " << rung.id << " block " << block << " n " << n;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+#define LADDER_TEST(Type, Op) \
+  TEST(Ladder, Type##_##Op) { check_ladder<Type, fr::Op>(); }
+using int32 = std::int32_t;
+using uint32 = std::uint32_t;
+using int64 = std::int64_t;
+LADDER_TEST(int32, Sum)
+LADDER_TEST(int32, Prod)
+LADDER_TEST(int32, Min)
+LADDER_TEST(int32, Max)
+LADDER_TEST(int32, BitAnd)
+LADDER_TEST(int32, BitOr)
+LADDER_TEST(uint32, Sum)
+LADDER_TEST(uint32, Prod)
+LADDER_TEST(uint32, Min)
+LADDER_TEST(uint32, Max)
+LADDER_TEST(uint32, BitAnd)
+LADDER_TEST(uint32, BitOr)
+LADDER_TEST(int64, Sum)
+LADDER_TEST(int64, Prod)
+LADDER_TEST(int64, Min)
+LADDER_TEST(int64, Max)
+LADDER_TEST(int64, BitAnd)
+LADDER_TEST(int64, BitOr)
+LADDER_TEST(float, Sum)
+LADDER_TEST(float, Prod)
+LADDER_TEST(float, Min)
+LADDER_TEST(float, Max)
+LADDER_TEST(double, Sum)
+LADDER_TEST(double, Prod)
+LADDER_TEST(double, Min)
+LADDER_TEST(double, Max)
+
+TEST(LadderDriver, LevelsWiderThanTheGridLimitAreSplit) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 1000003;
+  DeviceBuffer<std::int64_t> in(n), out(1);
+  CUDA_OK(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed));
+  const auto host = fr::bench::to_host(in.get(), n);
+  const auto expected = fr::reference::reduce(host.data(), n, fr::Sum{});
+  lad::Workspace workspace;
+  lad::Limits limits = lad::device_limits(0, 64);
+  limits.max_grid_x = 7;  // forces many launches per level
+  for (const char* id : {"1", "4", "6", "8f4", "8f64"}) {
+    out.poison();
+    ASSERT_EQ((lad::run<std::int64_t, fr::Sum>(*lad::find_rung(id), in.get(), out.get(), n, 64, workspace, 0, limits)), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(read_back(out.get()), expected) << "rung " << id;
+  }
+}
+
+TEST(LadderDriver, BadArgumentsWriteNothing) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<float> in(100), out(1);
+  lad::Workspace workspace;
+  const lad::Limits limits = lad::device_limits(0, 256);
+  const lad::Rung& rung = *lad::find_rung("6");
+  out.poison();
+  const float poisoned = read_back(out.get());
+  EXPECT_EQ((lad::run<float, fr::Sum>(rung, nullptr, out.get(), 100, 256, workspace, 0, limits)), cudaErrorInvalidValue);
+  EXPECT_EQ((lad::run<float, fr::Sum>(rung, in.get(), out.get(), 100, 48, workspace, 0, limits)), cudaErrorInvalidValue);
+  EXPECT_EQ((lad::run<float, fr::Sum>(rung, in.get(), nullptr, 100, 256, workspace, 0, limits)), cudaErrorInvalidValue);
+  std::vector<float> host(100, 1.0f);
+  EXPECT_EQ((lad::run<float, fr::Sum>(rung, host.data(), out.get(), 100, 256, workspace, 0, limits)),
+            cudaErrorInvalidDevicePointer);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(same_bits(read_back(out.get()), poisoned));
+}
+
+TEST(LadderDriver, MoreThanTwoToThe32Elements) {
+  FASTREDUCE_REQUIRE_GPU();
+  if (quick()) GTEST_SKIP() << "quick mode";
+  const std::size_t n = (std::size_t(1) << 32) + 37;
+  std::size_t free_bytes = 0, total = 0;
+  cudaMemGetInfo(&free_bytes, &total);
+  if (free_bytes < n * sizeof(std::int32_t) + (std::size_t(2) << 30)) GTEST_SKIP() << "needs 18 GB of GPU memory";
+  DeviceBuffer<std::int32_t> in(n), out(2);
+  CUDA_OK(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed));
+  std::size_t cub_bytes = 0;
+  CUDA_OK((fr::bench::cub_reduce<std::int32_t, fr::Sum>(nullptr, cub_bytes, in.get(), out.get() + 1, n, 0)));
+  DeviceBuffer<char> cub_temp(cub_bytes);
+  CUDA_OK((fr::bench::cub_reduce<std::int32_t, fr::Sum>(cub_temp.get(), cub_bytes, in.get(), out.get() + 1, n, 0)));
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::int32_t expected = read_back(out.get() + 1);
+  lad::Workspace workspace;
+  for (const char* id : {"7", "8f16"}) {
+    out.poison();
+    const lad::Limits limits = lad::device_limits(0, 256);
+    ASSERT_EQ((lad::run<std::int32_t, fr::Sum>(*lad::find_rung(id), in.get(), out.get(), n, 256, workspace, 0, limits)), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(read_back(out.get()), expected) << "rung " << id;
+  }
+}
