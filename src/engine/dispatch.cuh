@@ -107,7 +107,7 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
   }
 
   constexpr FastPolicy policy = kSm90Fast;
-  constexpr auto kernel = fast_reduce_kernel<policy.threads, policy.unroll, T, Op>;
+  constexpr auto kernel = fast_reduce_kernel<policy.threads, policy.unroll, kSm90Load, T, Op>;
   const int per_sm = resident_blocks_per_sm<kernel, policy.threads>(device);
   const FastPlan plan = plan_fast(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
                                   policy, multiprocessors(device), per_sm, opt.max_blocks);

@@ -41,7 +41,7 @@ __device__ __forceinline__ A reduce_vec(const Vec<T>& v, Op op) {
   return lanes[0];
 }
 
-template <unsigned Threads, unsigned Unroll, class T, class Op>
+template <unsigned Threads, unsigned Unroll, LoadHint Hint, class T, class Op>
 __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<T, acc_t<T, Op>> args, Op op) {
   using A = acc_t<T, Op>;
   __shared__ primitives::BlockReduceStorage<A, Threads> storage;
@@ -55,13 +55,13 @@ __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<T, acc_t<
   for (; i + (Unroll - 1) * Threads < end; i += Unroll * Threads) {
     Vec<T> v[Unroll];
 #pragma unroll
-    for (unsigned u = 0; u < Unroll; ++u) v[u] = load_vec(body + i + u * Threads);  // all in flight
+    for (unsigned u = 0; u < Unroll; ++u) v[u] = load_vec<Hint>(body + i + u * Threads);  // all in flight
 #pragma unroll
     for (unsigned u = 0; u < Unroll; ++u) acc = op(acc, reduce_vec<A>(v[u], op));
   }
 #pragma unroll
   for (unsigned u = 0; u < Unroll - 1; ++u) {  // fewer than Unroll vectors left for this thread
-    if (i + u * Threads < end) acc = op(acc, reduce_vec<A>(load_vec(body + i + u * Threads), op));
+    if (i + u * Threads < end) acc = op(acc, reduce_vec<A>(load_vec<Hint>(body + i + u * Threads), op));
   }
   if (blockIdx.x == 0) {  // unaligned head and partial-vector tail, element by element
     for (std::size_t k = tid; k < args.head; k += Threads) acc = op(acc, to_acc<A>(args.in[k]));

@@ -5,6 +5,11 @@
 
 namespace fastreduce::engine {
 
+enum class LoadHint {
+  ReadOnly,        // ld.global.nc (what __ldg emits)
+  StreamPrefetch,  // ld.global.nc, no L1 allocation, L2 prefetches the surrounding 256 bytes
+};
+
 struct FastPolicy {
   unsigned threads;           // threads per block
   unsigned unroll;            // 16-byte loads each thread has in flight per step
@@ -15,6 +20,7 @@ struct FastPolicy {
 // 64 KiB of loads in flight per block, and small inputs get one block per 1024 vectors so
 // mid sizes spread over many SMs in a single round of loads.
 inline constexpr FastPolicy kSm90Fast{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
+inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
 
 // Reproducible mode. These values define the summation order, so they are fixed for every
 // architecture and must never be tuned per GPU: changing them changes the result's bits.

@@ -69,36 +69,60 @@ struct ReproArgs {
   A* out;
 };
 
+// Adds one loaded vector to the lane's two accumulators (even and odd elements: two
+// independent dependency chains).
+template <class T>
+__device__ __forceinline__ void add_vector(DoubleDouble (&acc)[2], const Vec<T>& v) {
+#pragma unroll
+  for (unsigned c = 0; c < kVecElems<T>; ++c) acc[c % 2] = two_sum_add(acc[c % 2], to_acc<double>(v.elem[c]));
+}
+
+// One tile, summed by one warp in the fixed order. Lane l owns the tile's vectors l, l + 32, ...
 template <class T>
 __device__ __forceinline__ DoubleDouble sum_tile(const T* in, std::size_t n, std::size_t tile,
                                                  bool aligned, unsigned lane) {
   constexpr unsigned V = kVecElems<T>;
-  constexpr unsigned vectors_per_lane = kReproTile / V / 32;
-  static_assert(vectors_per_lane % kReproLoadBatch == 0);
+  constexpr unsigned batches = kReproTile / V / 32 / kReproLoadBatch;
+  static_assert(batches * kReproLoadBatch * 32 * V == kReproTile);
   const std::size_t base = tile * kReproTile;
-  DoubleDouble acc{0.0, 0.0};
+  DoubleDouble acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
   if (aligned && base + kReproTile <= n) {
-    const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base);
-    for (unsigned k0 = 0; k0 < vectors_per_lane; k0 += kReproLoadBatch) {
-      Vec<T> x[kReproLoadBatch];
+    // Whole, aligned tile: 16-byte loads, the next batch in flight while this one is added.
+    const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
+    Vec<T> current[kReproLoadBatch];
 #pragma unroll
-      for (unsigned j = 0; j < kReproLoadBatch; ++j) x[j] = load_vec(v + (k0 + j) * 32 + lane);
+    for (unsigned j = 0; j < kReproLoadBatch; ++j) current[j] = load_vec(v + j * 32);
+#pragma unroll
+    for (unsigned b = 0; b < batches; ++b) {
+      Vec<T> next[kReproLoadBatch];
+      if (b + 1 < batches) {
+#pragma unroll
+        for (unsigned j = 0; j < kReproLoadBatch; ++j) next[j] = load_vec(v + ((b + 1) * kReproLoadBatch + j) * 32);
+      }
+#pragma unroll
+      for (unsigned j = 0; j < kReproLoadBatch; ++j) add_vector(acc, current[j]);
+      if (b + 1 < batches) {
+#pragma unroll
+        for (unsigned j = 0; j < kReproLoadBatch; ++j) current[j] = next[j];
+      }
+    }
+  } else {
+    // Same order with element loads: a misaligned pointer or the last, partial tile. Missing
+    // elements count as +0.0, which leaves every partial unchanged.
+#pragma unroll 1
+    for (unsigned b = 0; b < batches; ++b) {
+      Vec<T> current[kReproLoadBatch];
 #pragma unroll
       for (unsigned j = 0; j < kReproLoadBatch; ++j) {
+        const std::size_t first = base + (std::size_t(b * kReproLoadBatch + j) * 32 + lane) * V;
 #pragma unroll
-        for (unsigned c = 0; c < V; ++c) acc = two_sum_add(acc, to_acc<double>(x[j].elem[c]));
+        for (unsigned c = 0; c < V; ++c) current[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
       }
-    }
-  } else {  // same order, element loads: a misaligned pointer or the last, partial tile
-    for (unsigned k = 0; k < vectors_per_lane; ++k) {
 #pragma unroll
-      for (unsigned c = 0; c < V; ++c) {
-        const std::size_t e = base + (std::size_t(k) * 32 + lane) * V + c;
-        if (e < n) acc = two_sum_add(acc, to_acc<double>(in[e]));
-      }
+      for (unsigned j = 0; j < kReproLoadBatch; ++j) add_vector(acc, current[j]);
     }
   }
-  return warp_dd_reduce(acc);
+  return warp_dd_reduce(dd_add(acc[0], acc[1]));
 }
 
 template <class T>
@@ -118,12 +142,16 @@ __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, a
   } else {
     __syncthreads();  // this block's tile partials are visible to all its threads
   }
+  // Tile partials: the high parts through TwoSum (exact errors kept), the low parts added plainly
+  // (they are already rounding-error sized): a short dependency chain per step.
   DoubleDouble acc{0.0, 0.0};
+  double low = 0.0;
   for (std::size_t t = threadIdx.x; t < args.tiles; t += kReproThreads) {
     const double2 p = __ldcg(reinterpret_cast<const double2*>(args.partials + t));
-    acc = dd_add(acc, DoubleDouble{p.x, p.y});
+    acc = two_sum_add(acc, p.x);
+    low = __dadd_rn(low, p.y);
   }
-  acc = warp_dd_reduce(acc);
+  acc = warp_dd_reduce(dd_add(acc, DoubleDouble{low, 0.0}));
   if (lane == 0) warp_partials[warp] = acc;
   __syncthreads();  // the eight warp partials are in shared memory before warp 0 reads them
   if (threadIdx.x == 0) {

@@ -1,10 +1,12 @@
-// 16-byte vectors of any element type, loaded through the read-only path.
+// 16-byte vectors of any element type, and the load instructions the engine can use for them.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <type_traits>
+
+#include "engine/policy.hpp"
 
 namespace fastreduce::engine {
 
@@ -16,13 +18,25 @@ struct alignas(16) Vec {
   T elem[kVecElems<T>];
 };
 
-template <class T>
+template <LoadHint Hint, class T>
 __device__ __forceinline__ Vec<T> load_vec(const Vec<T>* p) {
-  const int4 raw = __ldg(reinterpret_cast<const int4*>(p));
+  int4 raw;
+  if constexpr (Hint == LoadHint::StreamPrefetch) {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+        : "l"(p));
+  } else {
+    raw = __ldg(reinterpret_cast<const int4*>(p));
+  }
   Vec<T> v;
   static_assert(sizeof(v) == sizeof(raw));
   __builtin_memcpy(&v, &raw, sizeof(v));
   return v;
+}
+
+template <class T>
+__device__ __forceinline__ Vec<T> load_vec(const Vec<T>* p) {
+  return load_vec<LoadHint::ReadOnly>(p);
 }
 
 // Input element to accumulator: half and bfloat16 widen to float, other types stay.

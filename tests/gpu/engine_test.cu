@@ -51,8 +51,12 @@ void expect_matches(const std::vector<T>& host, std::size_t offset, std::size_t 
       return;
     }
     const long double scale = std::is_same_v<Op, fr::Sum> ? fr::reference::absolute_sum(data, n) : std::fabs(expected);
-    const double depth = double(n) / 1024.0 + 64.0;  // worst case: a single block (max_blocks = 1)
-    EXPECT_LE(std::fabs(static_cast<long double>(got) - expected), depth * epsilon_of<T>() * scale)
+    // A sum's error grows with its longest chain of additions (at most n/1024 + 64 here, with a
+    // single block); a product's relative error with every one of its n - 1 multiplications,
+    // and near underflow it keeps no relative accuracy at all.
+    const double depth = std::is_same_v<Op, fr::Sum> ? double(n) / 1024.0 + 64.0 : double(std::max<std::size_t>(n, 1) - 1);
+    EXPECT_LE(std::fabs(static_cast<long double>(got) - expected),
+              depth * epsilon_of<T>() * scale + std::numeric_limits<A>::min())
         << what << " n=" << n << " offset=" << offset << " got " << double(got) << " want " << double(expected);
   } else {
     const A expected = fr::reference::reduce(data, n, Op{});

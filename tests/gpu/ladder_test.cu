@@ -48,7 +48,11 @@ void check_ladder() {
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         const T got = read_back(out.get());
         if constexpr (std::is_floating_point_v<T> && (std::is_same_v<Op, fr::Sum> || std::is_same_v<Op, fr::Prod>)) {
-          const long double bound = lad::error_depth(rung, n, block, limits) * std::numeric_limits<T>::epsilon() * scale;
+          // A sum's error grows with the longest chain of additions an element goes through; a
+          // product's relative error with every one of its n - 1 multiplications.
+          const long double depth = std::is_same_v<Op, fr::Sum> ? lad::error_depth(rung, n, block, limits)
+                                                               : std::max<std::size_t>(n, 1) - 1;
+          const long double bound = depth * std::numeric_limits<T>::epsilon() * scale + std::numeric_limits<T>::min();
           ASSERT_LE(std::fabs(static_cast<long double>(got) - expected), bound)
               << "rung " << rung.id << " block " << block << " n " << n << " got " << got << " want " << double(expected);
         } else {
