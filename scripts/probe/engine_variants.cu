@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "engine/bulk_kernel.cuh"
 #include "engine/dispatch.cuh"
 
 using namespace fastreduce;
@@ -71,7 +72,7 @@ int main() {
         const float* src = slice(i);
         const FastPlan plan = plan_fast(n, 4, reinterpret_cast<std::uintptr_t>(src), 4, policy, sms, per_sm, 0);
         FastArgs<float, float> args{src, n, plan.head, plan.vectors, plan.share, static_cast<float*>(temp), out};
-        launch(kernel, plan.grid, Threads, s, args, Sum{});
+        launch(kernel, plan.grid, Threads, 0, s, args, Sum{});
       });
       std::printf("  %s %.2f (%.2fx)", name, t, cub / t);
     };
@@ -82,6 +83,67 @@ int main() {
     run.template operator()<512, 4, LoadHint::ReadOnly>(512, "512x4/512");
     run.template operator()<512, 8, LoadHint::StreamPrefetch>(512, "512x8pf/512");
     run.template operator()<1024, 4, LoadHint::ReadOnly>(1024, "1024x4/1024");
+    auto bulk_run = [&]<unsigned Threads, unsigned Stages, unsigned StageBytes>(const char* name) {
+      constexpr auto kernel = bulk_reduce_kernel<Threads, Stages, StageBytes, float, Sum>;
+      constexpr std::size_t smem = bulk_shared_bytes<Threads, Stages, StageBytes>();
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      int per_sm = 0;
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Threads, smem);
+      float result = 0;
+      const float t = time_calls(s, calls, 15, [&](int i) {
+        const float* src = slice(i);
+        const BulkPlan plan = plan_bulk(n, 4, reinterpret_cast<std::uintptr_t>(src), 4, StageBytes, sms, per_sm, 0);
+        BulkArgs<float, float> args{src, n, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
+                                    static_cast<float*>(temp), out};
+        cudaLaunchConfig_t config{};
+        config.gridDim = dim3(plan.grid);
+        config.blockDim = dim3(Threads);
+        config.dynamicSmemBytes = smem;
+        config.stream = s;
+        cudaLaunchAttribute coop{};
+        coop.id = cudaLaunchAttributeCooperative;
+        coop.val.cooperative = 1;
+        config.attrs = &coop;
+        config.numAttrs = plan.grid > 1 ? 1 : 0;
+        cudaLaunchKernelEx(&config, kernel, args, Sum{});
+      });
+      // correctness against CUB on slice 1 (misaligned by one element too)
+      float ref = 0, got = 0;
+      for (int shift : {0, 1}) {
+        std::size_t b = cub_bytes;
+        cub::DeviceReduce::Sum(temp, b, slice(1) + shift, out + 1, (long long)(n - shift), s);
+        cudaMemcpy(&ref, out + 1, 4, cudaMemcpyDeviceToHost);
+        const BulkPlan plan = plan_bulk(n - shift, 4, reinterpret_cast<std::uintptr_t>(slice(1) + shift), 4, StageBytes, sms, per_sm, 0);
+        BulkArgs<float, float> args{slice(1) + shift, n - shift, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
+                                    static_cast<float*>(temp) + 1024, out};
+        cudaLaunchConfig_t config{};
+        config.gridDim = dim3(plan.grid);
+        config.blockDim = dim3(Threads);
+        config.dynamicSmemBytes = smem;
+        cudaLaunchAttribute coop{};
+        coop.id = cudaLaunchAttributeCooperative;
+        coop.val.cooperative = 1;
+        config.attrs = &coop;
+        config.numAttrs = plan.grid > 1 ? 1 : 0;
+        cudaLaunchKernelEx(&config, kernel, args, Sum{});
+        cudaMemcpy(&got, out, 4, cudaMemcpyDeviceToHost);
+        result = std::max(result, std::fabs(got - ref) / ref);
+      }
+      std::printf("  %s %.2f (%.2fx, err %.1e, %d/SM)", name, t, cub / t, result, per_sm);
+    };
+    bulk_run.template operator()<256, 4, 16384>("bulk256x4x16K");
+    bulk_run.template operator()<512, 4, 32768>("bulk512x4x32K");
+    bulk_run.template operator()<256, 8, 8192>("bulk256x8x8K");
+    {
+      std::size_t bytes = 0;
+      const Options opt{.mode = Mode::Reproducible};
+      reduce_async_impl<float, Sum>(nullptr, bytes, in, out, n, Sum{}, s, opt);
+      const float t = time_calls(s, calls, 15, [&](int i) {
+        std::size_t b = bytes;
+        reduce_async_impl<float, Sum>(temp, b, slice(i), out, n, Sum{}, s, opt);
+      });
+      std::printf("  repro %.2f (%.2fx)", t, cub / t);
+    }
     std::printf("  [%s]\n", cudaGetErrorString(cudaDeviceSynchronize()));
   }
 }

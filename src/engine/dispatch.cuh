@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "engine/bulk_kernel.cuh"
 #include "engine/fast_kernel.cuh"
 #include "engine/plan.hpp"
 #include "engine/policy.hpp"
@@ -23,19 +24,37 @@ inline constexpr int kMaxDevices = 64;
 
 // Blocks of `kernel` that fit on one SM at once (what a cooperative launch may use), per device,
 // queried once. Returns 0 when the query fails.
-template <auto Kernel, unsigned Threads>
+template <auto Kernel, unsigned Threads, std::size_t SharedBytes = 0>
 int resident_blocks_per_sm(int device) {
   static std::array<std::atomic<int>, kMaxDevices> cache{};
   if (device < 0 || device >= kMaxDevices) return 0;
   int blocks = cache[device].load(std::memory_order_relaxed);
   if (blocks == 0) {
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, 0) != cudaSuccess) {
+    if constexpr (SharedBytes > 48 * 1024) {  // opt in to more than 48 KiB of dynamic shared memory
+      if (cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SharedBytes)) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+      }
+    }
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, SharedBytes) != cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
     cache[device].store(blocks, std::memory_order_relaxed);
   }
   return blocks;
+}
+
+// Compute capability major version, per device, queried once.
+inline int compute_major(int device) {
+  static std::array<std::atomic<int>, kMaxDevices> cache{};
+  if (device < 0 || device >= kMaxDevices) return 0;
+  int major = cache[device].load(std::memory_order_relaxed);
+  if (major == 0) {
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cache[device].store(major, std::memory_order_relaxed);
+  }
+  return major;
 }
 
 inline int multiprocessors(int device) {
@@ -51,10 +70,12 @@ inline int multiprocessors(int device) {
 }
 
 template <class Kernel, class... Args>
-cudaError_t launch(Kernel kernel, unsigned grid, unsigned threads, cudaStream_t stream, Args... args) {
+cudaError_t launch(Kernel kernel, unsigned grid, unsigned threads, std::size_t shared_bytes,
+                   cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   cudaLaunchAttribute cooperative{};
   cooperative.id = cudaLaunchAttributeCooperative;
@@ -102,25 +123,43 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
       if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
       const bool aligned = reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0;
       ReproArgs<T, A> args{d_in, n, plan.tiles, aligned, static_cast<DoubleDouble*>(d_temp), d_out};
-      return launch(kernel, plan.grid, kReproThreads, stream, args);
+      return launch(kernel, plan.grid, kReproThreads, 0, stream, args);
     }
   }
 
-  constexpr FastPolicy policy = kSm90Fast;
-  constexpr auto kernel = fast_reduce_kernel<policy.threads, policy.unroll, kSm90Load, T, Op>;
-  const int per_sm = resident_blocks_per_sm<kernel, policy.threads>(device);
-  const FastPlan plan = plan_fast(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
-                                  policy, multiprocessors(device), per_sm, opt.max_blocks);
-  if (d_temp == nullptr) {
-    temp_bytes = plan.temp_bytes;
-    return cudaSuccess;
+  const std::size_t bytes = n * sizeof(T);
+  if (bytes >= kSm90BulkMinBytes && compute_major(device) >= 9) {  // bulk copies are sm_90+
+    constexpr BulkPolicy policy = kSm90Bulk;
+    constexpr std::size_t shared = std::size_t(policy.stages) * policy.stage_bytes;
+    constexpr auto kernel = bulk_reduce_kernel<policy.threads, policy.stages, policy.stage_bytes, T, Op>;
+    const int per_sm = resident_blocks_per_sm<kernel, policy.threads, shared>(device);
+    const BulkPlan plan = plan_bulk(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
+                                    policy.stage_bytes, multiprocessors(device), per_sm, opt.max_blocks);
+    if (d_temp == nullptr) {
+      temp_bytes = plan.temp_bytes;
+      return cudaSuccess;
+    }
+    if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
+    BulkArgs<T, A> args{d_in, n, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
+                        static_cast<A*>(d_temp), d_out};
+    return launch(kernel, plan.grid, policy.threads, shared, stream, args, op);
   }
-  if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
-  FastArgs<T, A> args{d_in, n, plan.head, plan.vectors, plan.share, static_cast<A*>(d_temp), d_out};
-  return launch(kernel, plan.grid, policy.threads, stream, args, op);
+  auto run_fast = [&]<FastPolicy policy>() -> cudaError_t {
+    constexpr auto kernel = fast_reduce_kernel<policy.threads, policy.unroll, kSm90Load, T, Op>;
+    const int per_sm = resident_blocks_per_sm<kernel, policy.threads>(device);
+    const FastPlan plan = plan_fast(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
+                                    policy, multiprocessors(device), per_sm, opt.max_blocks);
+    if (d_temp == nullptr) {
+      temp_bytes = plan.temp_bytes;
+      return cudaSuccess;
+    }
+    if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
+    FastArgs<T, A> args{d_in, n, plan.head, plan.vectors, plan.share, static_cast<A*>(d_temp), d_out};
+    return launch(kernel, plan.grid, policy.threads, 0, stream, args, op);
+  };
+  if (bytes <= kSm90SmallMaxBytes) return run_fast.template operator()<kSm90Small>();
+  return run_fast.template operator()<kSm90Large>();
 }
-
-
 
 template <class T, class Op>
 acc_t<T, Op> reduce_blocking(cudaStream_t stream, const T* d_in, std::size_t n, Op op,

@@ -32,6 +32,22 @@ FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address,
   return plan;
 }
 
+BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
+                   std::size_t stage_bytes, int sms, int blocks_per_sm, unsigned max_blocks) {
+  BulkPlan plan{};
+  const std::size_t misalignment = address % 16;
+  plan.head = misalignment == 0 ? 0 : std::min(n, (16 - misalignment) / elem_size);
+  const std::size_t per_stage = stage_bytes / elem_size;
+  plan.stages = (n - plan.head) / per_stage;
+  plan.tail_begin = plan.head + plan.stages * per_stage;
+  const std::size_t wanted = std::max<std::size_t>(1, ceil_div(n, per_stage));
+  plan.grid = static_cast<unsigned>(
+      std::clamp<std::size_t>(wanted, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
+  plan.stages_per_block = ceil_div(plan.stages, plan.grid);
+  plan.temp_bytes = std::max<std::size_t>(16, plan.grid * acc_size);
+  return plan;
+}
+
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks) {
   ReproPlan plan{};
   plan.tiles = ceil_div(n, kReproTile);

@@ -23,6 +23,19 @@ struct FastPlan {
 FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
                    const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks);
 
+struct BulkPlan {
+  std::size_t head;             // elements before the first 16-byte boundary
+  std::size_t stages;           // whole stages of stage_bytes after the head
+  std::size_t stages_per_block;
+  std::size_t tail_begin;       // first element after the last whole stage
+  unsigned grid;
+  std::size_t temp_bytes;
+};
+
+// Plan of the bulk-copy path: whole stages split evenly over the resident blocks.
+BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
+                   std::size_t stage_bytes, int sms, int blocks_per_sm, unsigned max_blocks);
+
 struct ReproPlan {
   std::size_t tiles;       // kReproTile-element tiles, the last one partial
   unsigned grid;

@@ -16,16 +16,31 @@ struct FastPolicy {
   unsigned vectors_per_block; // smallest share of 16-byte vectors worth a block of its own
 };
 
-// Hopper (sm_90). Chosen on an H200 with `fastreduce bench` (see docs/results/): 256 x 4 keeps
-// 64 KiB of loads in flight per block, and small inputs get one block per 1024 vectors so
-// mid sizes spread over many SMs in a single round of loads.
-inline constexpr FastPolicy kSm90Fast{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
+struct BulkPolicy {
+  unsigned threads;
+  unsigned stages;       // bulk copies in flight per block
+  unsigned stage_bytes;  // bytes per copy
+};
+
+// Hopper (sm_90), chosen with scripts/probe/engine_variants.cu on an H200 (float sum, back to
+// back, against CUB in the same run; 2026-11-22):
+// - up to 4 MB, 256 threads x 4 loads, a block per 1024 vectors: 2^20 floats 5.60 us, 1.92x CUB
+//   (1024-thread blocks: 5.88 us);
+// - up to 128 MB, 1024 threads x 4 loads: 2^22 8.80 us (1.18x), 2^24 20.35 us (1.05x), against
+//   9.99 and 21.91 us with 256 threads;
+// - from 128 MB, bulk copies of 4 x 32 KiB per 512-thread block: 2^28 236.1 us (1.02x CUB)
+//   against 238.2 us with 1024 x 4 loads.
+inline constexpr FastPolicy kSm90Small{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
+inline constexpr FastPolicy kSm90Large{.threads = 1024, .unroll = 4, .vectors_per_block = 1024};
+inline constexpr BulkPolicy kSm90Bulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
+inline constexpr std::size_t kSm90SmallMaxBytes = std::size_t(4) << 20;
+inline constexpr std::size_t kSm90BulkMinBytes = std::size_t(128) << 20;
 inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
 
 // Reproducible mode. These values define the summation order, so they are fixed for every
 // architecture and must never be tuned per GPU: changing them changes the result's bits.
 inline constexpr unsigned kReproThreads = 256;       // 8 warps per block
 inline constexpr std::size_t kReproTile = 4096;      // elements summed by one warp, in a fixed order
-inline constexpr unsigned kReproLoadBatch = 8;       // 16-byte loads per lane in flight
+inline constexpr unsigned kReproLoadBatch = 32;      // 16-byte loads per lane in flight
 
 }  // namespace fastreduce::engine

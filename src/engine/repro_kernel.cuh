@@ -8,14 +8,17 @@
 //      combines them: thread t takes tiles t, t + 256, ..., then a fixed block tree.
 // Which block or warp sums a tile changes with the GPU and max_blocks; the arithmetic does not.
 //
-// Every partial is a double-double (hi, lo): elements enter through TwoSum, so each lane's
-// rounding errors are kept in lo, and partials combine with a normalised double-double add.
-// Only additions are used (nothing for the compiler to contract into FMAs), in IEEE double,
-// which every CUDA GPU implements identically. hi is always the plain running sum, so an
-// infinity or NaN in the data gives the IEEE result.
+// Elements enter a lane's sum through TwoSum (exact rounding errors kept: see FloatLane and
+// DoubleLane), and partials combine as normalised double-doubles (hi, lo). Only correctly
+// rounded additions are used (nothing for the compiler to contract into FMAs), which every
+// CUDA GPU implements identically. The plain running sums carry infinities and NaN through, so
+// such data gives the IEEE result. (A float lane sum can overflow to infinity where the exact
+// sum of its 128 elements would not: inputs near the float limit, 3.4e38, are not supported.)
 #pragma once
 
 #include <cooperative_groups.h>
+
+#include <type_traits>
 
 #include "engine/policy.hpp"
 #include "engine/vector_load.cuh"
@@ -69,60 +72,81 @@ struct ReproArgs {
   A* out;
 };
 
-// Adds one loaded vector to the lane's two accumulators (even and odd elements: two
-// independent dependency chains).
+// A lane's running sum of 32-bit (or narrower) inputs: a float `sum` with every rounding error
+// of it kept exactly (TwoSum in float) and added to a double `error`. sum + error equals the
+// exact sum of the lane's elements up to the double additions' rounding (about 2^-53 of the
+// errors, themselves 2^-24 of the sum), while most of the work stays in the float pipeline:
+// per element six float additions, one conversion and one double addition.
+struct FloatLane {
+  float sum = 0.0f;
+  double error = 0.0;
+  __device__ __forceinline__ void add(float x) {
+    const float t = __fadd_rn(sum, x);
+    const float z = __fsub_rn(t, sum);
+    const float e = __fadd_rn(__fsub_rn(sum, __fsub_rn(t, z)), __fsub_rn(x, z));
+    error = __dadd_rn(error, static_cast<double>(e));
+    sum = t;
+  }
+  __device__ __forceinline__ DoubleDouble total() const {
+    if (!isfinite(sum)) return {static_cast<double>(sum), 0.0};
+    return dd_add({static_cast<double>(sum), 0.0}, {error, 0.0});
+  }
+};
+
+// A lane's running sum of doubles: TwoSum in double, errors in lo.
+struct DoubleLane {
+  DoubleDouble acc{0.0, 0.0};
+  __device__ __forceinline__ void add(double x) { acc = two_sum_add(acc, x); }
+  __device__ __forceinline__ DoubleDouble total() const { return acc; }
+};
+
 template <class T>
-__device__ __forceinline__ void add_vector(DoubleDouble (&acc)[2], const Vec<T>& v) {
+using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane>;
+
+// Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
+template <class T>
+__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v) {
 #pragma unroll
-  for (unsigned c = 0; c < kVecElems<T>; ++c) acc[c % 2] = two_sum_add(acc[c % 2], to_acc<double>(v.elem[c]));
+  for (unsigned c = 0; c < kVecElems<T>; ++c) {
+    if constexpr (std::is_same_v<T, double>) lanes[c % 2].add(v.elem[c]);
+    else lanes[c % 2].add(to_acc<float>(v.elem[c]));
+  }
 }
 
-// One tile, summed by one warp in the fixed order. Lane l owns the tile's vectors l, l + 32, ...
+// One tile, summed by one warp in the fixed order: lane l owns the tile's vectors l, l + 32, ...,
+// added in increasing order. A batch of kReproLoadBatch vectors per lane is loaded before any is
+// added, so a tile costs one or two trips to memory.
 template <class T>
 __device__ __forceinline__ DoubleDouble sum_tile(const T* in, std::size_t n, std::size_t tile,
                                                  bool aligned, unsigned lane) {
   constexpr unsigned V = kVecElems<T>;
-  constexpr unsigned batches = kReproTile / V / 32 / kReproLoadBatch;
-  static_assert(batches * kReproLoadBatch * 32 * V == kReproTile);
+  constexpr unsigned vectors_per_lane = kReproTile / V / 32;
+  constexpr unsigned batch = vectors_per_lane < kReproLoadBatch ? vectors_per_lane : kReproLoadBatch;
+  static_assert(vectors_per_lane % batch == 0);
   const std::size_t base = tile * kReproTile;
-  DoubleDouble acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
-  if (aligned && base + kReproTile <= n) {
-    // Whole, aligned tile: 16-byte loads, the next batch in flight while this one is added.
-    const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
-    Vec<T> current[kReproLoadBatch];
-#pragma unroll
-    for (unsigned j = 0; j < kReproLoadBatch; ++j) current[j] = load_vec(v + j * 32);
-#pragma unroll
-    for (unsigned b = 0; b < batches; ++b) {
-      Vec<T> next[kReproLoadBatch];
-      if (b + 1 < batches) {
-#pragma unroll
-        for (unsigned j = 0; j < kReproLoadBatch; ++j) next[j] = load_vec(v + ((b + 1) * kReproLoadBatch + j) * 32);
-      }
-#pragma unroll
-      for (unsigned j = 0; j < kReproLoadBatch; ++j) add_vector(acc, current[j]);
-      if (b + 1 < batches) {
-#pragma unroll
-        for (unsigned j = 0; j < kReproLoadBatch; ++j) current[j] = next[j];
-      }
-    }
-  } else {
-    // Same order with element loads: a misaligned pointer or the last, partial tile. Missing
-    // elements count as +0.0, which leaves every partial unchanged.
+  Lane<T> lanes[2];
+  const bool whole = aligned && base + kReproTile <= n;
+  const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
 #pragma unroll 1
-    for (unsigned b = 0; b < batches; ++b) {
-      Vec<T> current[kReproLoadBatch];
+  for (unsigned b = 0; b < vectors_per_lane; b += batch) {
+    Vec<T> loaded[batch];
+    if (whole) {
 #pragma unroll
-      for (unsigned j = 0; j < kReproLoadBatch; ++j) {
-        const std::size_t first = base + (std::size_t(b * kReproLoadBatch + j) * 32 + lane) * V;
+      for (unsigned j = 0; j < batch; ++j) loaded[j] = load_vec(v + (b + j) * 32);
+    } else {
+      // Same order, element loads: a misaligned pointer or the last, partial tile. Elements
+      // past n count as +0.0, which leaves every partial unchanged.
 #pragma unroll
-        for (unsigned c = 0; c < V; ++c) current[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
+      for (unsigned j = 0; j < batch; ++j) {
+        const std::size_t first = base + (std::size_t(b + j) * 32 + lane) * V;
+#pragma unroll
+        for (unsigned c = 0; c < V; ++c) loaded[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
       }
-#pragma unroll
-      for (unsigned j = 0; j < kReproLoadBatch; ++j) add_vector(acc, current[j]);
     }
+#pragma unroll
+    for (unsigned j = 0; j < batch; ++j) add_vector<T>(lanes, loaded[j]);
   }
-  return warp_dd_reduce(dd_add(acc[0], acc[1]));
+  return warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
 }
 
 template <class T>

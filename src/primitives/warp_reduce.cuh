@@ -13,32 +13,40 @@ namespace fastreduce::primitives {
 inline constexpr unsigned kWarpSize = 32;
 inline constexpr unsigned kFullMask = 0xffffffffu;
 
+// 32-bit integer ops with a single-instruction warp reduction (redux.sync, sm_80+).
+template <class T, class Op>
+inline constexpr bool has_redux_v =
+    (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>) &&
+    (std::is_same_v<Op, Sum> || std::is_same_v<Op, Min> || std::is_same_v<Op, Max> ||
+     std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> || std::is_same_v<Op, BitXor>);
+
+template <class T, class Op>
+__device__ __forceinline__ T redux(T value) {
+  const auto bits = static_cast<std::uint32_t>(value);
+  if constexpr (std::is_same_v<Op, Sum>) return static_cast<T>(__reduce_add_sync(kFullMask, bits));
+  else if constexpr (std::is_same_v<Op, Min>) return __reduce_min_sync(kFullMask, value);
+  else if constexpr (std::is_same_v<Op, Max>) return __reduce_max_sync(kFullMask, value);
+  else if constexpr (std::is_same_v<Op, BitAnd>) return static_cast<T>(__reduce_and_sync(kFullMask, bits));
+  else if constexpr (std::is_same_v<Op, BitOr>) return static_cast<T>(__reduce_or_sync(kFullMask, bits));
+  else return static_cast<T>(__reduce_xor_sync(kFullMask, bits));
+}
+
 // Butterfly reduction with register shuffles: every lane ends with the warp's result.
 // The combine order is fixed (xor 16, 8, 4, 2, 1), so the result is deterministic.
-// 32-bit integer sum/min/max/and/or/xor use the sm_80+ __reduce_*_sync instructions instead.
+// 32-bit integer ops use the sm_80+ __reduce_*_sync instructions instead.
 template <class T, class Op>
 __device__ __forceinline__ T warp_reduce(T value, Op op) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>) {
-    if constexpr (std::is_same_v<Op, Sum>) {
-      return static_cast<T>(__reduce_add_sync(kFullMask, static_cast<std::uint32_t>(value)));
-    } else if constexpr (std::is_same_v<Op, Min>) {
-      return __reduce_min_sync(kFullMask, value);
-    } else if constexpr (std::is_same_v<Op, Max>) {
-      return __reduce_max_sync(kFullMask, value);
-    } else if constexpr (std::is_same_v<Op, BitAnd>) {
-      return static_cast<T>(__reduce_and_sync(kFullMask, static_cast<std::uint32_t>(value)));
-    } else if constexpr (std::is_same_v<Op, BitOr>) {
-      return static_cast<T>(__reduce_or_sync(kFullMask, static_cast<std::uint32_t>(value)));
-    } else if constexpr (std::is_same_v<Op, BitXor>) {
-      return static_cast<T>(__reduce_xor_sync(kFullMask, static_cast<std::uint32_t>(value)));
-    }
-  }
+  if constexpr (has_redux_v<T, Op>) {
+    return redux<T, Op>(value);
+  } else
 #endif
-  for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    value = op(value, __shfl_xor_sync(kFullMask, value, offset));  // partner lane's partial
+  {
+    for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      value = op(value, __shfl_xor_sync(kFullMask, value, offset));  // partner lane's partial
+    }
+    return value;
   }
-  return value;
 }
 
 // The last-warp unroll of seed 003, made correct for Volta and later.

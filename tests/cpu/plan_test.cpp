@@ -6,32 +6,32 @@
 namespace eng = fastreduce::engine;
 
 TEST(EnginePlan, AlignedFloatsSplitIntoVectors) {
-  const auto plan = eng::plan_fast(1000, 4, 0x1000, 4, eng::kSm90Fast, 132, 8, 0);
+  const auto plan = eng::plan_fast(1000, 4, 0x1000, 4, eng::kSm90Small, 132, 8, 0);
   EXPECT_EQ(plan.head, 0u);
   EXPECT_EQ(plan.vectors, 250u);
   EXPECT_EQ(plan.grid, 1u);
   EXPECT_GE(plan.share * plan.grid, plan.vectors);
-  EXPECT_EQ(plan.share % eng::kSm90Fast.threads, 0u);
+  EXPECT_EQ(plan.share % eng::kSm90Small.threads, 0u);
 }
 
 TEST(EnginePlan, MisalignedPointerPeelsAHead) {
   // A float pointer 4 bytes past a 16-byte boundary: 3 elements before the next boundary.
-  const auto plan = eng::plan_fast(1003, 4, 0x1004, 4, eng::kSm90Fast, 132, 8, 0);
+  const auto plan = eng::plan_fast(1003, 4, 0x1004, 4, eng::kSm90Small, 132, 8, 0);
   EXPECT_EQ(plan.head, 3u);
   EXPECT_EQ(plan.vectors, 250u);
   EXPECT_EQ(plan.head + plan.vectors * 4, 1003u);
   // Fewer elements than the head: all of them are head.
-  const auto tiny = eng::plan_fast(2, 4, 0x1004, 4, eng::kSm90Fast, 132, 8, 0);
+  const auto tiny = eng::plan_fast(2, 4, 0x1004, 4, eng::kSm90Small, 132, 8, 0);
   EXPECT_EQ(tiny.head, 2u);
   EXPECT_EQ(tiny.vectors, 0u);
   // double 8 bytes past: 1 element of head.
-  EXPECT_EQ(eng::plan_fast(9, 8, 0x1008, 8, eng::kSm90Fast, 132, 8, 0).head, 1u);
+  EXPECT_EQ(eng::plan_fast(9, 8, 0x1008, 8, eng::kSm90Small, 132, 8, 0).head, 1u);
 }
 
 TEST(EnginePlan, GridGrowsWithNAndStopsAtResidentCapacity) {
-  const auto mid = eng::plan_fast(std::size_t(1) << 20, 4, 0, 4, eng::kSm90Fast, 132, 8, 0);
-  EXPECT_EQ(mid.grid, (std::size_t(1) << 18) / eng::kSm90Fast.vectors_per_block);
-  const auto big = eng::plan_fast(std::size_t(1) << 30, 4, 0, 4, eng::kSm90Fast, 132, 8, 0);
+  const auto mid = eng::plan_fast(std::size_t(1) << 20, 4, 0, 4, eng::kSm90Small, 132, 8, 0);
+  EXPECT_EQ(mid.grid, (std::size_t(1) << 18) / eng::kSm90Small.vectors_per_block);
+  const auto big = eng::plan_fast(std::size_t(1) << 30, 4, 0, 4, eng::kSm90Small, 132, 8, 0);
   EXPECT_EQ(big.grid, 132u * 8u);
   EXPECT_GE(std::size_t(big.share) * big.grid, big.vectors);
   EXPECT_EQ(big.temp_bytes, 132u * 8u * 4u);
@@ -39,7 +39,7 @@ TEST(EnginePlan, GridGrowsWithNAndStopsAtResidentCapacity) {
 
 TEST(EnginePlan, MaxBlocksCapsTheGrid) {
   for (unsigned cap : {1u, 3u, 7u, 64u}) {
-    const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSm90Fast, 132, 8, cap);
+    const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSm90Small, 132, 8, cap);
     EXPECT_EQ(plan.grid, cap);
     EXPECT_GE(std::size_t(plan.share) * plan.grid, plan.vectors);
   }
@@ -47,11 +47,23 @@ TEST(EnginePlan, MaxBlocksCapsTheGrid) {
 
 TEST(EnginePlan, TempSizeDoesNotDependOnTheAddressAndIsNeverZero) {
   for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000003), std::size_t(1) << 31}) {
-    const auto a = eng::plan_fast(n, 4, 0, 4, eng::kSm90Fast, 132, 8, 0);
-    const auto b = eng::plan_fast(n, 4, 0x1004, 4, eng::kSm90Fast, 132, 8, 0);
+    const auto a = eng::plan_fast(n, 4, 0, 4, eng::kSm90Small, 132, 8, 0);
+    const auto b = eng::plan_fast(n, 4, 0x1004, 4, eng::kSm90Small, 132, 8, 0);
     EXPECT_EQ(a.temp_bytes, b.temp_bytes);
     EXPECT_GT(a.temp_bytes, 0u);
   }
+}
+
+TEST(EnginePlan, BulkStagesCoverTheBodyAndTheTailFollows) {
+  const std::size_t n = (std::size_t(1) << 27) + 5;
+  const auto plan = eng::plan_bulk(n, 4, 0x1008, 4, 32768, 132, 1, 0);
+  EXPECT_EQ(plan.head, 2u);
+  EXPECT_EQ(plan.stages, (n - 2) / 8192);
+  EXPECT_EQ(plan.tail_begin, 2 + plan.stages * 8192);
+  EXPECT_LT(n - plan.tail_begin, 8192u);
+  EXPECT_EQ(plan.grid, 132u);
+  EXPECT_GE(plan.stages_per_block * plan.grid, plan.stages);
+  EXPECT_EQ(eng::plan_bulk(n, 4, 0, 4, 32768, 132, 1, 5).grid, 5u);
 }
 
 TEST(EnginePlan, ReproducibleTilesDependOnNAlone) {

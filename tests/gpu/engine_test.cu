@@ -339,3 +339,25 @@ TEST(Engine, MoreThanTwoToThe32Elements) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ((run_async<std::int32_t, fr::Sum>(as_int, n)), read_back(int_out.get()));
 }
+
+TEST(Engine, LargeInputsTakeTheBulkCopyPath) {
+  FASTREDUCE_REQUIRE_GPU();
+  if (quick()) GTEST_SKIP() << "quick mode";
+  // 128 MiB and more go through bulk copies: check the head, the stages and the tail.
+  const std::size_t n = (std::size_t(128) << 20) / sizeof(std::int32_t) + 12345;
+  DeviceBuffer<std::int32_t> ints(n + 3);
+  ASSERT_EQ(fr::bench::fill_random(ints.get(), n + 3, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const auto hi = fr::bench::to_host(ints.get(), n + 3);
+  for (std::size_t offset : {0u, 1u, 3u}) {
+    const std::size_t m = n - offset * 1001;
+    const auto expected = fr::reference::reduce(hi.data() + offset, m, fr::Sum{});
+    EXPECT_EQ((run_async<std::int32_t, fr::Sum>(ints.get() + offset, m)), expected) << offset;
+    EXPECT_EQ((run_async<std::int32_t, fr::Sum>(ints.get() + offset, m, {.max_blocks = 7})), expected) << offset;
+    EXPECT_EQ((run_async<std::int32_t, fr::Max>(ints.get() + offset, m)), fr::reference::reduce(hi.data() + offset, m, fr::Max{}));
+  }
+  const std::size_t nd = (std::size_t(128) << 20) / sizeof(double) + 777;
+  DeviceBuffer<double> doubles(nd + 1);
+  ASSERT_EQ(fr::bench::fill_random(doubles.get(), nd + 1, fr::bench::fresh_seed(), fr::bench::Distribution::SmallIntegers), cudaSuccess);
+  const auto hd = fr::bench::to_host(doubles.get(), nd + 1);
+  EXPECT_EQ((run_async<double, fr::Sum>(doubles.get() + 1, nd)), static_cast<double>(fr::reference::compensated_sum(hd.data() + 1, nd)));
+}

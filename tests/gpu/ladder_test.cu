@@ -21,6 +21,9 @@ const char* op_name() {
 template <class T, class Op>
 void check_ladder() {
   FASTREDUCE_REQUIRE_GPU();
+  // Under compute-sanitizer (quick mode) two types cover the kernels' code paths: every rung is
+  // the same template for all types.
+  if (quick() && !std::is_same_v<T, float> && !std::is_same_v<T, std::int32_t>) GTEST_SKIP() << "quick mode";
   int device = 0;
   cudaGetDevice(&device);
   const std::vector<unsigned> blocks = quick() ? std::vector<unsigned>{32, 256} : std::vector<unsigned>{32, 128, 256, 1024};
