@@ -52,7 +52,7 @@ int main() {
   cudaMalloc(&temp, 64 << 20);
   cudaStream_t s = 0;
 
-  for (int p : {14, 16, 18, 20, 21, 22, 23, 24, 26, 28}) {
+  for (int p : {14, 16, 18, 19, 20, 21, 22, 24, 26, 28}) {
     const std::size_t n = std::size_t(1) << p;
     const std::size_t slices = std::max<std::size_t>(1, std::min<std::size_t>(arena / n, 4096));
     const int calls = std::clamp<int>(int((std::size_t(1) << 26) / n), 1, 200);
@@ -77,12 +77,12 @@ int main() {
       std::printf("  %s %.2f (%.2fx)", name, t, cub / t);
     };
     run.template operator()<256, 4, LoadHint::ReadOnly>(1024, "256x4/1024");
-    run.template operator()<256, 4, LoadHint::ReadOnly>(256, "256x4/256");
-    run.template operator()<256, 4, LoadHint::StreamPrefetch>(256, "256x4pf/256");
-    run.template operator()<256, 8, LoadHint::ReadOnly>(512, "256x8/512");
-    run.template operator()<512, 4, LoadHint::ReadOnly>(512, "512x4/512");
-    run.template operator()<512, 8, LoadHint::StreamPrefetch>(512, "512x8pf/512");
+    run.template operator()<256, 8, LoadHint::ReadOnly>(2048, "256x8/2048");
+    run.template operator()<512, 4, LoadHint::ReadOnly>(2048, "512x4/2048");
+    run.template operator()<512, 8, LoadHint::ReadOnly>(4096, "512x8/4096");
+    run.template operator()<1024, 4, LoadHint::ReadOnly>(4096, "1024x4/4096");
     run.template operator()<1024, 4, LoadHint::ReadOnly>(1024, "1024x4/1024");
+    run.template operator()<1024, 8, LoadHint::ReadOnly>(8192, "1024x8/8192");
     auto bulk_run = [&]<unsigned Threads, unsigned Stages, unsigned StageBytes>(const char* name) {
       constexpr auto kernel = bulk_reduce_kernel<Threads, Stages, StageBytes, float, Sum>;
       constexpr std::size_t smem = bulk_shared_bytes<Threads, Stages, StageBytes>();
@@ -131,9 +131,7 @@ int main() {
       }
       std::printf("  %s %.2f (%.2fx, err %.1e, %d/SM)", name, t, cub / t, result, per_sm);
     };
-    bulk_run.template operator()<256, 4, 16384>("bulk256x4x16K");
-    bulk_run.template operator()<512, 4, 32768>("bulk512x4x32K");
-    bulk_run.template operator()<256, 8, 8192>("bulk256x8x8K");
+    if (p >= 24) bulk_run.template operator()<512, 4, 32768>("bulk512x4x32K");
     {
       std::size_t bytes = 0;
       const Options opt{.mode = Mode::Reproducible};

@@ -51,10 +51,11 @@ BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address,
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks) {
   ReproPlan plan{};
   plan.tiles = ceil_div(n, kReproTile);
-  const std::size_t wanted = ceil_div(plan.tiles, kReproThreads / 32);
+  // One tile per block first (tiles go round the blocks), up to what is resident.
   plan.grid = static_cast<unsigned>(
-      std::clamp<std::size_t>(wanted, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
-  plan.temp_bytes = std::max<std::size_t>(16, plan.tiles * 16);
+      std::clamp<std::size_t>(plan.tiles, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
+  const std::size_t segments = ceil_div(plan.tiles, kReproSegment);
+  plan.temp_bytes = std::max<std::size_t>(16, (plan.tiles + segments) * 16);
   return plan;
 }
 

@@ -39,7 +39,7 @@ BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address,
 struct ReproPlan {
   std::size_t tiles;       // kReproTile-element tiles, the last one partial
   unsigned grid;
-  std::size_t temp_bytes;  // one double-double per tile, never 0
+  std::size_t temp_bytes;  // a double-double per tile and per segment of tiles, never 0
 };
 
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks);

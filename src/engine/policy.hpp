@@ -42,5 +42,6 @@ inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
 inline constexpr unsigned kReproThreads = 256;       // 8 warps per block
 inline constexpr std::size_t kReproTile = 4096;      // elements summed by one warp, in a fixed order
 inline constexpr unsigned kReproLoadBatch = 32;      // 16-byte loads per lane in flight
+inline constexpr std::size_t kReproSegment = 2048;   // tile partials combined by one block
 
 }  // namespace fastreduce::engine

@@ -4,8 +4,10 @@
 //   1. the input is cut into tiles of kReproTile elements; one warp sums a tile, lane l taking
 //      the 16-byte vectors l, l + 32, l + 64, ... of the tile, element by element, in order;
 //   2. the 32 lane partials combine in a fixed xor-butterfly;
-//   3. the tile partials are stored by tile index, and after a grid-wide barrier block 0
-//      combines them: thread t takes tiles t, t + 256, ..., then a fixed block tree.
+//   3. the tile partials are stored by tile index; after a grid-wide barrier, segments of
+//      kReproSegment consecutive tile partials are combined (thread t takes t, t + 256, ...,
+//      then a fixed tree), and after a second barrier block 0 combines the segment partials
+//      the same way (one segment: its partial is the result).
 // Which block or warp sums a tile changes with the GPU and max_blocks; the arithmetic does not.
 //
 // Elements enter a lane's sum through TwoSum (exact rounding errors kept: see FloatLane and
@@ -149,41 +151,80 @@ __device__ __forceinline__ DoubleDouble sum_tile(const T* in, std::size_t n, std
   return warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
 }
 
+// Combines partials[first, last) in the fixed order: thread t takes first + t, first + t + 256,
+// ... (all its loads issued before the additions), then the warps' butterflies, then warp 0's
+// eight partials in order. The result (valid in thread 0) depends on the partials alone.
+__device__ __forceinline__ DoubleDouble combine_partials(const DoubleDouble* partials, std::size_t first,
+                                                         std::size_t last, DoubleDouble* warp_partials) {
+  constexpr unsigned warps = kReproThreads / 32;
+  constexpr unsigned per_thread = kReproSegment / kReproThreads;
+  DoubleDouble acc{0.0, 0.0};
+  double low = 0.0;  // the low parts are rounding-error sized: a plain sum keeps them well
+  for (std::size_t base = first; base < last; base += kReproSegment) {
+    double2 p[per_thread];
+#pragma unroll
+    for (unsigned k = 0; k < per_thread; ++k) {
+      const std::size_t i = base + k * kReproThreads + threadIdx.x;
+      p[k] = i < last ? __ldcg(reinterpret_cast<const double2*>(partials + i)) : double2{0.0, 0.0};
+    }
+#pragma unroll
+    for (unsigned k = 0; k < per_thread; ++k) {
+      acc = two_sum_add(acc, p[k].x);
+      low = __dadd_rn(low, p[k].y);
+    }
+  }
+  acc = warp_dd_reduce(dd_add(acc, DoubleDouble{low, 0.0}));
+  const unsigned warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) warp_partials[warp] = acc;
+  __syncthreads();  // the warps' partials are in shared memory before thread 0 reads them
+  DoubleDouble total = warp_partials[0];
+  if (threadIdx.x == 0) {
+    for (unsigned w = 1; w < warps; ++w) total = dd_add(total, warp_partials[w]);
+  }
+  __syncthreads();  // warp_partials may be reused
+  return total;
+}
+
+template <class T>
+__device__ __forceinline__ void store_result(acc_t<T, Sum>* out, DoubleDouble total) {
+  const double result = isfinite(total.hi) ? __dadd_rn(total.hi, total.lo) : total.hi;
+  *out = static_cast<acc_t<T, Sum>>(result);
+}
+
 template <class T>
 __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   constexpr unsigned warps = kReproThreads / 32;
   __shared__ DoubleDouble warp_partials[warps];
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
-  const std::size_t total_warps = std::size_t(gridDim.x) * warps;
-  for (std::size_t tile = std::size_t(blockIdx.x) * warps + warp; tile < args.tiles; tile += total_warps) {
+  // Tiles go round the blocks first, so a small input still spreads over many SMs.
+  for (std::size_t tile = blockIdx.x + std::size_t(warp) * gridDim.x; tile < args.tiles;
+       tile += std::size_t(gridDim.x) * warps) {
     const DoubleDouble t = sum_tile(args.in, args.n, tile, args.aligned, lane);
     if (lane == 0) args.partials[tile] = t;
   }
-  if (gridDim.x > 1) {
-    cooperative_groups::this_grid().sync();  // every tile partial is written and visible
-    if (blockIdx.x != 0) return;
-  } else {
-    __syncthreads();  // this block's tile partials are visible to all its threads
+  auto grid_barrier = [] {
+    if (gridDim.x > 1) cooperative_groups::this_grid().sync();  // partials written and visible grid-wide
+    else __syncthreads();
+  };
+  grid_barrier();
+  // Segments of kReproSegment tile partials, one block each; a single segment is the result.
+  const std::size_t segments = (args.tiles + kReproSegment - 1) / kReproSegment;
+  DoubleDouble* segment_partials = args.partials + args.tiles;
+  for (std::size_t s = blockIdx.x; s < (segments > 0 ? segments : 1); s += gridDim.x) {
+    const std::size_t first = s * kReproSegment;
+    const std::size_t last = first + kReproSegment < args.tiles ? first + kReproSegment : args.tiles;
+    const DoubleDouble total = combine_partials(args.partials, first, last, warp_partials);
+    if (threadIdx.x == 0) {
+      if (segments <= 1) store_result<T>(args.out, total);
+      else segment_partials[s] = total;
+    }
   }
-  // Tile partials: the high parts through TwoSum (exact errors kept), the low parts added plainly
-  // (they are already rounding-error sized): a short dependency chain per step.
-  DoubleDouble acc{0.0, 0.0};
-  double low = 0.0;
-  for (std::size_t t = threadIdx.x; t < args.tiles; t += kReproThreads) {
-    const double2 p = __ldcg(reinterpret_cast<const double2*>(args.partials + t));
-    acc = two_sum_add(acc, p.x);
-    low = __dadd_rn(low, p.y);
-  }
-  acc = warp_dd_reduce(dd_add(acc, DoubleDouble{low, 0.0}));
-  if (lane == 0) warp_partials[warp] = acc;
-  __syncthreads();  // the eight warp partials are in shared memory before warp 0 reads them
-  if (threadIdx.x == 0) {
-    DoubleDouble total = warp_partials[0];
-    for (unsigned w = 1; w < warps; ++w) total = dd_add(total, warp_partials[w]);
-    const double result = isfinite(total.hi) ? __dadd_rn(total.hi, total.lo) : total.hi;
-    *args.out = static_cast<acc_t<T, Sum>>(result);
-  }
+  if (segments <= 1) return;
+  grid_barrier();
+  if (blockIdx.x != 0) return;
+  const DoubleDouble total = combine_partials(segment_partials, 0, segments, warp_partials);
+  if (threadIdx.x == 0) store_result<T>(args.out, total);
 }
 
 }  // namespace fastreduce::engine
