@@ -115,40 +115,60 @@ __device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v)
   }
 }
 
-// One tile, summed by one warp in the fixed order: lane l owns the tile's vectors l, l + 32, ...,
-// added in increasing order. A batch of kReproLoadBatch vectors per lane is loaded before any is
-// added, so a tile costs one or two trips to memory.
+// Loads batch b (kReproLoadBatch vectors per lane) of `tile` for this lane: 16-byte loads for a
+// whole, aligned tile; element loads in the same order for a misaligned pointer or the last,
+// partial tile, with elements past n read as +0.0 (which leaves every partial unchanged).
+// Vectors per lane per batch: two batches live in registers; 2-byte types unpack to twice the
+// floats, so they take half as many.
 template <class T>
-__device__ __forceinline__ DoubleDouble sum_tile(const T* in, std::size_t n, std::size_t tile,
-                                                 bool aligned, unsigned lane) {
+inline constexpr unsigned kBatch = sizeof(T) == 2 ? kReproLoadBatch / 2 : kReproLoadBatch;
+
+template <class T>
+__device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* in, std::size_t n,
+                                           std::size_t tile, unsigned b, bool aligned, unsigned lane) {
   constexpr unsigned V = kVecElems<T>;
-  constexpr unsigned vectors_per_lane = kReproTile / V / 32;
-  constexpr unsigned batch = vectors_per_lane < kReproLoadBatch ? vectors_per_lane : kReproLoadBatch;
-  static_assert(vectors_per_lane % batch == 0);
   const std::size_t base = tile * kReproTile;
-  Lane<T> lanes[2];
-  const bool whole = aligned && base + kReproTile <= n;
-  const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
-#pragma unroll 1
-  for (unsigned b = 0; b < vectors_per_lane; b += batch) {
-    Vec<T> loaded[batch];
-    if (whole) {
+  if (aligned && base + kReproTile <= n) {
+    const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
 #pragma unroll
-      for (unsigned j = 0; j < batch; ++j) loaded[j] = load_vec(v + (b + j) * 32);
-    } else {
-      // Same order, element loads: a misaligned pointer or the last, partial tile. Elements
-      // past n count as +0.0, which leaves every partial unchanged.
+    for (unsigned j = 0; j < kBatch<T>; ++j) batch[j] = load_vec(v + (b * kBatch<T> + j) * 32);
+  } else {
 #pragma unroll
-      for (unsigned j = 0; j < batch; ++j) {
-        const std::size_t first = base + (std::size_t(b + j) * 32 + lane) * V;
+    for (unsigned j = 0; j < kBatch<T>; ++j) {
+      const std::size_t first = base + (std::size_t(b * kBatch<T> + j) * 32 + lane) * V;
 #pragma unroll
-        for (unsigned c = 0; c < V; ++c) loaded[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
-      }
+      for (unsigned c = 0; c < V; ++c) batch[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
     }
-#pragma unroll
-    for (unsigned j = 0; j < batch; ++j) add_vector<T>(lanes, loaded[j]);
   }
-  return warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
+}
+
+// A warp sums its tiles (first, first + step, ...) one after the other; lane l owns vectors
+// l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
+// (of this tile or the next) are in flight while the current batch is added. Each tile's
+// partial goes to partials[tile].
+template <class T>
+__device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
+                                          std::size_t step, bool aligned, unsigned lane, DoubleDouble* partials) {
+  constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / kBatch<T>;
+  static_assert(batches * kBatch<T> * 32 * kVecElems<T> == kReproTile);
+  if (first >= tiles) return;
+  Vec<T> next[kBatch<T>];
+  load_batch(next, in, n, first, 0, aligned, lane);
+  for (std::size_t tile = first; tile < tiles; tile += step) {
+    Lane<T> lanes[2];
+#pragma unroll
+    for (unsigned b = 0; b < batches; ++b) {
+      Vec<T> current[kBatch<T>];
+#pragma unroll
+      for (unsigned j = 0; j < kBatch<T>; ++j) current[j] = next[j];
+      if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
+      else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
+#pragma unroll
+      for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
+    }
+    const DoubleDouble partial = warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
+    if (lane == 0) partials[tile] = partial;
+  }
 }
 
 // Combines partials[first, last) in the fixed order: thread t takes first + t, first + t + 256,
@@ -198,11 +218,8 @@ __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, a
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   // Tiles go round the blocks first, so a small input still spreads over many SMs.
-  for (std::size_t tile = blockIdx.x + std::size_t(warp) * gridDim.x; tile < args.tiles;
-       tile += std::size_t(gridDim.x) * warps) {
-    const DoubleDouble t = sum_tile(args.in, args.n, tile, args.aligned, lane);
-    if (lane == 0) args.partials[tile] = t;
-  }
+  sum_tiles(args.in, args.n, args.tiles, blockIdx.x + std::size_t(warp) * gridDim.x,
+            std::size_t(gridDim.x) * warps, args.aligned, lane, args.partials);
   auto grid_barrier = [] {
     if (gridDim.x > 1) cooperative_groups::this_grid().sync();  // partials written and visible grid-wide
     else __syncthreads();
