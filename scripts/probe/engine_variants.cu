@@ -1,6 +1,5 @@
 // Probe: time fast-kernel variants (threads, unroll, load hint, vectors per block) against CUB
 // on the same data, back to back, inputs rotated beyond L2. Used to choose kSm90Fast.
-#define FASTREDUCE_PROBE_PDL 1
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -79,33 +78,6 @@ int main() {
     };
     run.template operator()<256, 4, LoadHint::ReadOnly>(1024, "256x4/1024");
     run.template operator()<1024, 4, LoadHint::ReadOnly>(1024, "1024x4/1024");
-    {  // the same small kernel with programmatic dependent launch
-      constexpr auto kernel = Variant<256, 4, LoadHint::ReadOnly>::kernel;
-      int per_sm = 0;
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0);
-      const FastPolicy policy{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
-      for (int coop : {1, 0}) {
-        const float t = time_calls(s, calls, 15, [&](int i) {
-          const float* src = slice(i);
-          const FastPlan plan = plan_fast(n, 4, reinterpret_cast<std::uintptr_t>(src), 4, policy, sms, per_sm, 0);
-          FastArgs<float, float> args{src, n, plan.head, plan.vectors, plan.share, static_cast<float*>(temp), out};
-          cudaLaunchConfig_t config{};
-          config.gridDim = dim3(plan.grid);
-          config.blockDim = dim3(256);
-          config.stream = s;
-          cudaLaunchAttribute attrs[2]{};
-          attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-          attrs[0].val.programmaticStreamSerializationAllowed = 1;
-          attrs[1].id = cudaLaunchAttributeCooperative;
-          attrs[1].val.cooperative = 1;
-          config.attrs = attrs;
-          config.numAttrs = (plan.grid > 1 && coop) ? 2 : 1;
-          if (plan.grid > 1 && !coop) return;  // non-cooperative multi-block is not valid here
-          cudaLaunchKernelEx(&config, kernel, args, Sum{});
-        });
-        std::printf("  pdl%s %.2f (%.2fx)", coop ? "+coop" : "", t, cub / t);
-      }
-    }
     auto bulk_run = [&]<unsigned Threads, unsigned Stages, unsigned StageBytes>(const char* name) {
       constexpr auto kernel = bulk_reduce_kernel<Threads, Stages, StageBytes, float, Sum>;
       constexpr std::size_t smem = bulk_shared_bytes<Threads, Stages, StageBytes>();

@@ -128,7 +128,9 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
   }
 
   const std::size_t bytes = n * sizeof(T);
-  if (bytes >= kSm90BulkMinBytes && compute_major(device) >= 9) {  // bulk copies are sm_90+
+  // Bulk copies are sm_90+; 2-byte types stay on the load path, whose 1024-thread blocks have
+  // more threads to convert and add the 8 elements of every vector.
+  if (sizeof(T) >= 4 && bytes >= kSm90BulkMinBytes && compute_major(device) >= 9) {
     constexpr BulkPolicy policy = kSm90Bulk;
     constexpr std::size_t shared = std::size_t(policy.stages) * policy.stage_bytes;
     constexpr auto kernel = bulk_reduce_kernel<policy.threads, policy.stages, policy.stage_bytes, T, Op>;

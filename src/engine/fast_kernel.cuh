@@ -46,9 +46,6 @@ __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<T, acc_t<
   using A = acc_t<T, Op>;
   __shared__ primitives::BlockReduceStorage<A, Threads> storage;
   const unsigned tid = threadIdx.x;
-#if defined(FASTREDUCE_PROBE_PDL)
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
   const Vec<T>* body = reinterpret_cast<const Vec<T>*>(args.in + args.head);
   const std::size_t begin = std::size_t(blockIdx.x) * args.share;
   const std::size_t end = begin + args.share < args.vectors ? begin + args.share : args.vectors;
@@ -72,9 +69,6 @@ __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<T, acc_t<
     for (std::size_t k = tail + tid; k < args.n; k += Threads) acc = op(acc, to_acc<A>(args.in[k]));
   }
 
-#if defined(FASTREDUCE_PROBE_PDL)
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
   const A block_total = primitives::block_reduce<Threads>(acc, op, storage);
   if (gridDim.x == 1) {
     if (tid == 0) *args.out = block_total;

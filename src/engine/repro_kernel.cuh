@@ -74,24 +74,33 @@ struct ReproArgs {
   A* out;
 };
 
-// A lane's running sum of 32-bit (or narrower) inputs: a float `sum` with every rounding error
-// of it kept exactly (TwoSum in float) and added to a double `error`. sum + error equals the
-// exact sum of the lane's elements up to the double additions' rounding (about 2^-53 of the
-// errors, themselves 2^-24 of the sum), while most of the work stays in the float pipeline:
-// per element six float additions, one conversion and one double addition.
+// TwoSum in float: returns a + b rounded, and sets `error` to the exact rounding error.
+__device__ __forceinline__ float two_sum(float a, float b, float& error) {
+  const float s = __fadd_rn(a, b);
+  const float z = __fsub_rn(s, a);
+  error = __fadd_rn(__fsub_rn(a, __fsub_rn(s, z)), __fsub_rn(b, z));
+  return s;
+}
+
+// A lane's running sum of 32-bit (or narrower) inputs, all in float arithmetic (the fastest
+// pipeline): `sum` with the exact rounding error of every addition kept, those errors summed
+// the same way into (error_hi, error_lo). sum + error_hi + error_lo is the exact sum of the
+// lane's elements but for error_lo's own roundings, about 2^-48 of the errors, which are
+// themselves at most 2^-24 of the running sum per element.
 struct FloatLane {
   float sum = 0.0f;
-  double error = 0.0;
+  float error_hi = 0.0f;
+  float error_lo = 0.0f;
   __device__ __forceinline__ void add(float x) {
-    const float t = __fadd_rn(sum, x);
-    const float z = __fsub_rn(t, sum);
-    const float e = __fadd_rn(__fsub_rn(sum, __fsub_rn(t, z)), __fsub_rn(x, z));
-    error = __dadd_rn(error, static_cast<double>(e));
-    sum = t;
+    float e, f;
+    sum = two_sum(sum, x, e);
+    error_hi = two_sum(error_hi, e, f);
+    error_lo = __fadd_rn(error_lo, f);
   }
   __device__ __forceinline__ DoubleDouble total() const {
     if (!isfinite(sum)) return {static_cast<double>(sum), 0.0};
-    return dd_add({static_cast<double>(sum), 0.0}, {error, 0.0});
+    const DoubleDouble errors = dd_add({static_cast<double>(error_hi), 0.0}, {static_cast<double>(error_lo), 0.0});
+    return dd_add({static_cast<double>(sum), 0.0}, errors);
   }
 };
 
