@@ -74,33 +74,24 @@ struct ReproArgs {
   A* out;
 };
 
-// TwoSum in float: returns a + b rounded, and sets `error` to the exact rounding error.
-__device__ __forceinline__ float two_sum(float a, float b, float& error) {
-  const float s = __fadd_rn(a, b);
-  const float z = __fsub_rn(s, a);
-  error = __fadd_rn(__fsub_rn(a, __fsub_rn(s, z)), __fsub_rn(b, z));
-  return s;
-}
-
-// A lane's running sum of 32-bit (or narrower) inputs, all in float arithmetic (the fastest
-// pipeline): `sum` with the exact rounding error of every addition kept, those errors summed
-// the same way into (error_hi, error_lo). sum + error_hi + error_lo is the exact sum of the
-// lane's elements but for error_lo's own roundings, about 2^-48 of the errors, which are
-// themselves at most 2^-24 of the running sum per element.
+// A lane's running sum of 32-bit (or narrower) inputs: a float `sum` with every rounding error
+// of it kept exactly (TwoSum in float) and added to a double `error`. sum + error equals the
+// exact sum of the lane's elements up to the double additions' rounding (about 2^-53 of the
+// errors, themselves 2^-24 of the sum), while most of the work stays in the float pipeline:
+// per element six float additions, one conversion and one double addition.
 struct FloatLane {
   float sum = 0.0f;
-  float error_hi = 0.0f;
-  float error_lo = 0.0f;
+  double error = 0.0;
   __device__ __forceinline__ void add(float x) {
-    float e, f;
-    sum = two_sum(sum, x, e);
-    error_hi = two_sum(error_hi, e, f);
-    error_lo = __fadd_rn(error_lo, f);
+    const float t = __fadd_rn(sum, x);
+    const float z = __fsub_rn(t, sum);
+    const float e = __fadd_rn(__fsub_rn(sum, __fsub_rn(t, z)), __fsub_rn(x, z));
+    error = __dadd_rn(error, static_cast<double>(e));
+    sum = t;
   }
   __device__ __forceinline__ DoubleDouble total() const {
     if (!isfinite(sum)) return {static_cast<double>(sum), 0.0};
-    const DoubleDouble errors = dd_add({static_cast<double>(error_hi), 0.0}, {static_cast<double>(error_lo), 0.0});
-    return dd_add({static_cast<double>(sum), 0.0}, errors);
+    return dd_add({static_cast<double>(sum), 0.0}, {error, 0.0});
   }
 };
 
@@ -114,13 +105,16 @@ struct DoubleLane {
 template <class T>
 using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane>;
 
-// Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
+// Independent accumulators per lane: element c of each vector goes to accumulator c % kChains,
+// so a lane has kChains dependency chains in flight.
+inline constexpr unsigned kChains = 4;
+
 template <class T>
-__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v) {
+__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[kChains], const Vec<T>& v) {
 #pragma unroll
   for (unsigned c = 0; c < kVecElems<T>; ++c) {
-    if constexpr (std::is_same_v<T, double>) lanes[c % 2].add(v.elem[c]);
-    else lanes[c % 2].add(to_acc<float>(v.elem[c]));
+    if constexpr (std::is_same_v<T, double>) lanes[c % kChains].add(v.elem[c]);
+    else lanes[c % kChains].add(to_acc<float>(v.elem[c]));
   }
 }
 
@@ -164,7 +158,7 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
   Vec<T> next[kBatch<T>];
   load_batch(next, in, n, first, 0, aligned, lane);
   for (std::size_t tile = first; tile < tiles; tile += step) {
-    Lane<T> lanes[2];
+    Lane<T> lanes[kChains];
 #pragma unroll
     for (unsigned b = 0; b < batches; ++b) {
       Vec<T> current[kBatch<T>];
@@ -175,7 +169,8 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
 #pragma unroll
       for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
     }
-    const DoubleDouble partial = warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
+    const DoubleDouble partial =
+        warp_dd_reduce(dd_add(dd_add(lanes[0].total(), lanes[1].total()), dd_add(lanes[2].total(), lanes[3].total())));
     if (lane == 0) partials[tile] = partial;
   }
 }
@@ -221,7 +216,7 @@ __device__ __forceinline__ void store_result(acc_t<T, Sum>* out, DoubleDouble to
 }
 
 template <class T>
-__global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+__global__ void __launch_bounds__(kReproThreads, 2) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   constexpr unsigned warps = kReproThreads / 32;
   __shared__ DoubleDouble warp_partials[warps];
   const unsigned lane = threadIdx.x % 32;
