@@ -40,7 +40,7 @@ fi
 if want sanitize; then
   for tool in memcheck racecheck synccheck; do
     step "compute-sanitizer $tool"
-    FASTREDUCE_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    FASTREDUCE_TEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-900}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$BIN/fastreduce_gpu_tests" --gtest_filter="${SANITIZE_FILTER:-*}" > "$OUT/sanitize_$tool.log" 2>&1; rc=$?
     summary+=("sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -1) rc=$rc")
     [ $rc -ne 0 ] && status=1

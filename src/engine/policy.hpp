@@ -41,7 +41,7 @@ inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
 // architecture and must never be tuned per GPU: changing them changes the result's bits.
 inline constexpr unsigned kReproThreads = 256;       // 8 warps per block
 inline constexpr std::size_t kReproTile = 4096;      // elements summed by one warp, in a fixed order
-inline constexpr unsigned kReproLoadBatch = 8;       // 16-byte loads per lane in flight (two batches in registers)
-inline constexpr std::size_t kReproSegment = 2048;   // tile partials combined by one block
+inline constexpr unsigned kReproLoadBatch = 16;      // 16-byte loads per lane in flight (two batches in registers)
+inline constexpr std::size_t kReproSegment = 4096;   // tile partials combined by one block
 
 }  // namespace fastreduce::engine

@@ -105,16 +105,13 @@ struct DoubleLane {
 template <class T>
 using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane>;
 
-// Independent accumulators per lane: element c of each vector goes to accumulator c % kChains,
-// so a lane has kChains dependency chains in flight.
-inline constexpr unsigned kChains = 4;
-
+// Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
 template <class T>
-__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[kChains], const Vec<T>& v) {
+__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v) {
 #pragma unroll
   for (unsigned c = 0; c < kVecElems<T>; ++c) {
-    if constexpr (std::is_same_v<T, double>) lanes[c % kChains].add(v.elem[c]);
-    else lanes[c % kChains].add(to_acc<float>(v.elem[c]));
+    if constexpr (std::is_same_v<T, double>) lanes[c % 2].add(v.elem[c]);
+    else lanes[c % 2].add(to_acc<float>(v.elem[c]));
   }
 }
 
@@ -158,7 +155,7 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
   Vec<T> next[kBatch<T>];
   load_batch(next, in, n, first, 0, aligned, lane);
   for (std::size_t tile = first; tile < tiles; tile += step) {
-    Lane<T> lanes[kChains];
+    Lane<T> lanes[2];
 #pragma unroll
     for (unsigned b = 0; b < batches; ++b) {
       Vec<T> current[kBatch<T>];
@@ -169,8 +166,7 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
 #pragma unroll
       for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
     }
-    const DoubleDouble partial =
-        warp_dd_reduce(dd_add(dd_add(lanes[0].total(), lanes[1].total()), dd_add(lanes[2].total(), lanes[3].total())));
+    const DoubleDouble partial = warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
     if (lane == 0) partials[tile] = partial;
   }
 }
@@ -216,7 +212,7 @@ __device__ __forceinline__ void store_result(acc_t<T, Sum>* out, DoubleDouble to
 }
 
 template <class T>
-__global__ void __launch_bounds__(kReproThreads, 2) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+__global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   constexpr unsigned warps = kReproThreads / 32;
   __shared__ DoubleDouble warp_partials[warps];
   const unsigned lane = threadIdx.x % 32;
