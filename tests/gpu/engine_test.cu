@@ -342,13 +342,13 @@ TEST(Engine, MoreThanTwoToThe32Elements) {
 
 TEST(Engine, LargeInputsTakeTheBulkCopyPath) {
   FASTREDUCE_REQUIRE_GPU();
-  if (quick()) GTEST_SKIP() << "quick mode";
   // 128 MiB and more go through bulk copies: check the head, the stages and the tail.
   const std::size_t n = (std::size_t(128) << 20) / sizeof(std::int32_t) + 12345;
   DeviceBuffer<std::int32_t> ints(n + 3);
   ASSERT_EQ(fr::bench::fill_random(ints.get(), n + 3, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const auto hi = fr::bench::to_host(ints.get(), n + 3);
   for (std::size_t offset : {0u, 1u, 3u}) {
+    if (quick() && offset != 1) continue;  // under compute-sanitizer: one misaligned case
     const std::size_t m = n - offset * 1001;
     const auto expected = fr::reference::reduce(hi.data() + offset, m, fr::Sum{});
     EXPECT_EQ((run_async<std::int32_t, fr::Sum>(ints.get() + offset, m)), expected) << offset;

@@ -70,7 +70,7 @@ bool same_bits(const T& a, const T& b) {
 
 // The edge sizes every path is checked at.
 inline std::vector<std::size_t> edge_sizes() {
-  if (quick()) return {0, 1, 2, 31, 33, 257, 4097, 65537};
+  if (quick()) return {0, 1, 2, 31, 33, 257, 4097, 65537, (std::size_t(1) << 21) + 3};
   return {0, 1, 2, 31, 32, 33, 255, 256, 257, 1000, 65537, (std::size_t(1) << 20) + 3, std::size_t(1) << 24};
 }
 
