@@ -7,17 +7,18 @@
 // reduce_async follows CUB's two-phase contract: called with d_temp == nullptr it only sets
 // temp_bytes (never 0); called again with that much device memory it enqueues the reduction
 // on `stream` and returns, with no allocation and no synchronization. The temporary storage
-// is opaque and may hold anything before a call (fastreduce initialises what it needs inside
-// the same kernel launch), and it must not be shared by reductions that can run at once.
+// is opaque, must be 16-byte aligned (cudaMalloc gives 256), may hold anything before a call,
+// and must not be shared by reductions that can run at once.
 //
 // Accumulators: integers reduce in their own type and wrap like CUB's; float and double in
 // their own type; __half and __nv_bfloat16 are converted and accumulated as float, and the
 // result is a float. Min and Max propagate NaN.
 //
-// Results are deterministic: the same input, op, device model and Options give the same bits
-// on every call. Mode::Reproducible goes further for floating-point sums: the bits are the same
-// on every GPU and for every max_blocks, and the sum is compensated (error within a few units
-// in the last place of the result, see docs/reproducible.md).
+// Results are deterministic: the same input (at the same address modulo 16 bytes), op, device
+// model and Options give the same bits on every call. Mode::Reproducible goes further for
+// floating-point sums: the bits are the same on every GPU, for every max_blocks and at any
+// address, and the sum is compensated (error within a few units in the last place of the
+// result, see docs/reproducible.md).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -71,7 +72,8 @@ inline constexpr bool is_supported_input_v =
 // Enqueues the reduction of d_in[0, n) with `op` into *d_out. Returns cudaSuccess or the error:
 //   cudaErrorInvalidValue         d_in null with n > 0, d_out null, temp_bytes too small
 //   cudaErrorInvalidDevicePointer d_in or d_out is host memory the device cannot reach
-//   cudaErrorMisalignedAddress    d_in or d_out not aligned to its element type
+//   cudaErrorMisalignedAddress    d_in or d_out not aligned to its element type, d_temp not
+//                                 16-byte aligned
 //   cudaErrorNotSupported         Mode::Reproducible with Prod on a floating-point type
 // Nothing is written to *d_out when an error is returned. n = 0 writes the op's identity.
 template <class T, class Op>

@@ -12,6 +12,7 @@
 #include "cli/app.hpp"
 #include "cli/table.hpp"
 #include "device_info.hpp"
+#include "device_memory.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "reference/reference.hpp"
 
@@ -71,9 +72,6 @@ std::string hex(T value) {
 template <class T>
 int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, std::ostream& out, std::ostream& err) {
   const std::size_t n = o.n;
-  T* d_in = nullptr;
-  T* d_out = nullptr;
-  void* temp = nullptr;
   std::size_t temp_bytes = 0, b = 0;
   reduce_async<T, Sum>(nullptr, b, nullptr, nullptr, n, Sum{}, 0, {.mode = Mode::Reproducible});
   temp_bytes = std::max(temp_bytes, b);
@@ -81,8 +79,13 @@ int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, st
   temp_bytes = std::max(temp_bytes, b);
   bench::cub_reduce<T, Sum>(nullptr, b, nullptr, nullptr, n, 0);
   temp_bytes = std::max(temp_bytes, b);
-  if (cudaMalloc(&d_in, n * sizeof(T)) != cudaSuccess || cudaMalloc(&d_out, sizeof(T)) != cudaSuccess ||
-      cudaMalloc(&temp, temp_bytes) != cudaSuccess) {
+  bench::DeviceArray<T> in_memory(n);
+  bench::DeviceArray<T> out_memory(1);
+  bench::DeviceArray<unsigned char> temp_memory(temp_bytes);
+  T* const d_in = in_memory.get();
+  T* const d_out = out_memory.get();
+  void* const temp = temp_memory.get();
+  if (d_in == nullptr || d_out == nullptr || temp == nullptr) {
     err << "fastreduce: allocation failed\n";
     return 1;
   }
@@ -134,9 +137,6 @@ int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, st
     json["sets"][set.name]["exact"] = exact;
   }
   json["reproducible_same_bits_for_max_blocks_1_3_7_64_132"] = repro_stable;
-  cudaFree(d_in);
-  cudaFree(d_out);
-  cudaFree(temp);
   if (o.format == "json") {
     out << json.dump(2) << '\n';
   } else if (o.format == "csv") {

@@ -14,6 +14,7 @@
 #include "cli/table.hpp"
 #include "data.hpp"
 #include "device_info.hpp"
+#include "device_memory.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "timing.hpp"
 
@@ -56,9 +57,6 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   std::size_t slices = std::max<std::size_t>(1, (3 * device.l2_bytes) / std::max<std::size_t>(bytes, 1));
   slices = std::min<std::size_t>(slices, 4096);
   while (slices > 1 && slices * stride * sizeof(T) > free_bytes / 3) --slices;
-  T* arena = nullptr;
-  A* d_out = nullptr;
-  void* temp = nullptr;
   std::size_t temp_bytes = 0;
   std::size_t cub_bytes = 0;
   std::size_t ours_bytes = 0;
@@ -70,15 +68,21 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   }
   bench::cub_reduce<T, Op>(nullptr, cub_bytes, nullptr, nullptr, n, 0);
   temp_bytes = std::max(ours_bytes, cub_bytes);
-  if (cudaMalloc(&arena, slices * stride * sizeof(T)) != cudaSuccess ||
-      cudaMalloc(&d_out, 2 * sizeof(A)) != cudaSuccess || cudaMalloc(&temp, temp_bytes) != cudaSuccess) {
+  bench::DeviceArray<T> arena_memory(slices * stride);
+  bench::DeviceArray<A> out_memory(2);
+  bench::DeviceArray<unsigned char> temp_memory(temp_bytes);
+  T* const arena = arena_memory.get();
+  A* const d_out = out_memory.get();
+  void* const temp = temp_memory.get();
+  if (arena == nullptr || d_out == nullptr || temp == nullptr) {
     err << "\nfastreduce: allocation failed for n = " << n << '\n';
-    cudaFree(arena);
-    cudaFree(d_out);
-    cudaGetLastError();
     return false;
   }
-  bench::fill_random(arena, slices * stride, bench::fresh_seed(), bench::distribution_for(op_name));
+  if (cudaError_t e = bench::fill_random(arena, slices * stride, bench::fresh_seed(), bench::distribution_for(op_name));
+      e != cudaSuccess) {
+    err << "\nfastreduce: filling the input failed: " << cudaGetErrorString(e) << '\n';
+    return false;
+  }
   auto slice = [&](int call) { return arena + (std::size_t(call) % slices) * stride; };
 
   // CUB's result on slice 0: what ours must agree with.
@@ -134,9 +138,6 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
     rows.push_back({type_name, op_name, mode, n, ours_us, cub_us, thrust_us, gbps(ours_us), gbps(cub_us),
                     gbps(thrust_us), agree});
   }
-  cudaFree(arena);
-  cudaFree(d_out);
-  cudaFree(temp);
   return all_agree;
 }
 

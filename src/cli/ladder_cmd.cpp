@@ -13,6 +13,7 @@
 #include "cli/table.hpp"
 #include "data.hpp"
 #include "device_info.hpp"
+#include "device_memory.hpp"
 #include "ladder/ladder.hpp"
 #include "reference/reference.hpp"
 #include "timing.hpp"
@@ -59,10 +60,11 @@ int ladder_typed(const LadderOptions& o, const bench::DeviceInfo& device, double
         << free_bytes / 1e9 << " GB free\n";
     return 1;
   }
-  T* arena = nullptr;
-  T* d_out = nullptr;
-  if (cudaMalloc(&arena, std::max<std::size_t>(1, slices * n) * sizeof(T)) != cudaSuccess ||
-      cudaMalloc(&d_out, sizeof(T)) != cudaSuccess) {
+  bench::DeviceArray<T> arena_memory(slices * n);
+  bench::DeviceArray<T> out_memory(1);
+  T* const arena = arena_memory.get();
+  T* const d_out = out_memory.get();
+  if (arena == nullptr || d_out == nullptr) {
     err << "fastreduce: cannot allocate " << slices * bytes / 1e9 << " GB on the GPU\n";
     return 1;
   }
@@ -133,8 +135,6 @@ int ladder_typed(const LadderOptions& o, const bench::DeviceInfo& device, double
     }
   }
   if (o.format == "table") err << "\r" << std::string(50, ' ') << "\r";
-  cudaFree(arena);
-  cudaFree(d_out);
 
   // The main table: rows at the chosen block size (the sweep's rows at --block).
   const double peak = device.theoretical_gbps();

@@ -23,26 +23,25 @@ namespace fastreduce::engine {
 inline constexpr int kMaxDevices = 64;
 
 // Blocks of `kernel` that fit on one SM at once (what a cooperative launch may use), per device,
-// queried once. Returns 0 when the query fails.
+// queried once. Returns 0 when the kernel cannot run on the device (not enough shared memory).
 template <auto Kernel, unsigned Threads, std::size_t SharedBytes = 0>
 int resident_blocks_per_sm(int device) {
   static std::array<std::atomic<int>, kMaxDevices> cache{};
   if (device < 0 || device >= kMaxDevices) return 0;
   int blocks = cache[device].load(std::memory_order_relaxed);
   if (blocks == 0) {
+    bool ok = true;
     if constexpr (SharedBytes > 48 * 1024) {  // opt in to more than 48 KiB of dynamic shared memory
-      if (cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SharedBytes)) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-      }
+      ok = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SharedBytes)) == cudaSuccess;
     }
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, SharedBytes) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
+    ok = ok && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, SharedBytes) == cudaSuccess;
+    if (!ok || blocks <= 0) {
+      cudaGetLastError();  // the failed query is not the caller's error
+      blocks = -1;         // remembered: this kernel cannot run here
     }
     cache[device].store(blocks, std::memory_order_relaxed);
   }
-  return blocks;
+  return blocks > 0 ? blocks : 0;
 }
 
 // Compute capability major version, per device, queried once.
@@ -128,23 +127,29 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
   }
 
   const std::size_t bytes = n * sizeof(T);
-  // Bulk copies are sm_90+; 2-byte types stay on the load path, whose 1024-thread blocks have
-  // more threads to convert and add the 8 elements of every vector.
-  if (sizeof(T) >= 4 && bytes >= kSm90BulkMinBytes && compute_major(device) >= 9) {
+  // 2-byte types stay on the load path, whose 1024-thread blocks have more threads to convert
+  // and add the 8 elements of every vector.
+  if constexpr (sizeof(T) >= 4) {
     constexpr BulkPolicy policy = kSm90Bulk;
     constexpr std::size_t shared = std::size_t(policy.stages) * policy.stage_bytes;
     constexpr auto kernel = bulk_reduce_kernel<policy.threads, policy.stages, policy.stage_bytes, T, Op>;
-    const int per_sm = resident_blocks_per_sm<kernel, policy.threads, shared>(device);
-    const BulkPlan plan = plan_bulk(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
-                                    policy.stage_bytes, multiprocessors(device), per_sm, opt.max_blocks);
-    if (d_temp == nullptr) {
-      temp_bytes = plan.temp_bytes;
-      return cudaSuccess;
+    // Bulk copies are sm_90+ and need their shared memory: a GPU that cannot give it (the
+    // occupancy query says 0) takes the load path, at the size query and at the launch alike.
+    const int per_sm = bytes >= kSm90BulkMinBytes && compute_major(device) >= 9
+                           ? resident_blocks_per_sm<kernel, policy.threads, shared>(device)
+                           : 0;
+    if (per_sm > 0) {
+      const BulkPlan plan = plan_bulk(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
+                                      policy.stage_bytes, multiprocessors(device), per_sm, opt.max_blocks);
+      if (d_temp == nullptr) {
+        temp_bytes = plan.temp_bytes;
+        return cudaSuccess;
+      }
+      if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
+      BulkArgs<T, A> args{d_in, n, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
+                          static_cast<A*>(d_temp), d_out};
+      return launch(kernel, plan.grid, policy.threads, shared, stream, args, op);
     }
-    if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
-    BulkArgs<T, A> args{d_in, n, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
-                        static_cast<A*>(d_temp), d_out};
-    return launch(kernel, plan.grid, policy.threads, shared, stream, args, op);
   }
   auto run_fast = [&]<FastPolicy policy>() -> cudaError_t {
     constexpr auto kernel = fast_reduce_kernel<policy.threads, policy.unroll, kSm90Load, T, Op>;

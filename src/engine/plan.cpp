@@ -73,6 +73,9 @@ ArgumentError validate_arguments(const void* d_in, const void* d_out, const void
   if (reinterpret_cast<std::uintptr_t>(d_out) % out_align != 0) {
     return {cudaErrorMisalignedAddress, "d_out is not aligned to its element type"};
   }
+  if (reinterpret_cast<std::uintptr_t>(d_temp) % kTempAlignment != 0) {
+    return {cudaErrorMisalignedAddress, "d_temp is not 16-byte aligned"};
+  }
   if (n > 0 && primitives::check_device_pointer(d_in) != cudaSuccess) {
     return {cudaErrorInvalidDevicePointer, "d_in is host memory the device cannot read"};
   }

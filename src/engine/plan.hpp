@@ -44,6 +44,9 @@ struct ReproPlan {
 
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks);
 
+// What d_temp must be aligned to (the kernels store 16-byte partials there; cudaMalloc gives 256).
+inline constexpr std::size_t kTempAlignment = 16;
+
 struct ArgumentError {
   cudaError_t code = cudaSuccess;
   const char* message = nullptr;  // names the argument; null on success

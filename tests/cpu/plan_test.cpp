@@ -79,11 +79,14 @@ TEST(EnginePlan, ReproducibleTilesDependOnNAlone) {
 }
 
 TEST(EngineArguments, NullPointersAndSmallTempAreRejectedInOrder) {
-  int dummy[4];
+  alignas(16) int dummy[8];
   EXPECT_EQ(eng::validate_arguments(dummy, nullptr, dummy, 4, 4, 4, 64, 64).code, cudaErrorInvalidValue);
   EXPECT_EQ(eng::validate_arguments(nullptr, dummy, dummy, 4, 4, 4, 64, 64).code, cudaErrorInvalidValue);
   EXPECT_EQ(eng::validate_arguments(dummy, dummy, dummy, 4, 4, 4, 32, 64).code, cudaErrorInvalidValue);
   const auto misaligned = eng::validate_arguments(reinterpret_cast<char*>(dummy) + 1, dummy, dummy, 4, 4, 4, 64, 64);
   EXPECT_EQ(misaligned.code, cudaErrorMisalignedAddress);
   EXPECT_NE(std::string(misaligned.message).find("d_in"), std::string::npos);
+  const auto temp = eng::validate_arguments(dummy, dummy, reinterpret_cast<char*>(dummy) + 8, 4, 4, 4, 64, 64);
+  EXPECT_EQ(temp.code, cudaErrorMisalignedAddress);
+  EXPECT_NE(std::string(temp.message).find("d_temp"), std::string::npos);
 }

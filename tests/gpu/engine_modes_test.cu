@@ -32,6 +32,7 @@ void check_launch_shape_independence() {
   sizes.push_back(4095);
   sizes.push_back(4097);
   sizes.push_back(quick() ? 100003 : 10000019);
+  if (!quick()) sizes.push_back((std::size_t(1) << 24) + 4097);  // two segments of tile partials
   for (std::size_t n : sizes) {
     DeviceBuffer<T> in(n + 3);
     ASSERT_EQ(fr::bench::fill_random(in.get(), n + 3, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data.hpp"
+#include "device_memory.hpp"
 
 namespace fastreduce::testing {
 
@@ -36,24 +37,17 @@ inline bool quick() {
 
 #define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr << ": " << cudaGetErrorString(cudaGetLastError())
 
-// Device memory owned by a test.
+// Device memory owned by a test, with a way to poison it.
 template <class T>
-class DeviceBuffer {
+class DeviceBuffer : public bench::DeviceArray<T> {
  public:
-  explicit DeviceBuffer(std::size_t count) : count_(count) {
-    if (cudaMalloc(&data_, std::max<std::size_t>(count, 1) * sizeof(T)) != cudaSuccess) data_ = nullptr;
+  using bench::DeviceArray<T>::DeviceArray;
+  // Fills every byte with 0xA5, so an unwritten result is noticed; synchronises, so work on
+  // any stream launched afterwards sees the poison.
+  void poison() {
+    cudaMemset(this->get(), 0xA5, std::max<std::size_t>(this->size(), 1) * sizeof(T));
+    cudaDeviceSynchronize();
   }
-  ~DeviceBuffer() { cudaFree(data_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  T* get() const { return data_; }
-  std::size_t size() const { return count_; }
-  // Fills every byte with 0xA5, so an unwritten result is noticed.
-  void poison() { cudaMemset(data_, 0xA5, std::max<std::size_t>(count_, 1) * sizeof(T)); }
-
- private:
-  T* data_ = nullptr;
-  std::size_t count_;
 };
 
 template <class T>

@@ -100,6 +100,29 @@ LADDER_TEST(double, Prod)
 LADDER_TEST(double, Min)
 LADDER_TEST(double, Max)
 
+TEST(LadderDriver, FloatProductsAreExactWhenEveryPartialIs) {
+  FASTREDUCE_REQUIRE_GPU();
+  // +-1 everywhere but 20 twos and 5 halves: every partial product is exact, the result is +-2^15.
+  const std::size_t n = quick() ? 65537 : (std::size_t(1) << 24) + 3;
+  std::vector<float> host(n, 1.0f);
+  for (std::size_t i = 0; i < n; i += 3) host[i] = -1.0f;
+  for (int k = 0; k < 25; ++k) host[(std::size_t(k) * 2654435761u) % n] = k < 20 ? 2.0f : 0.5f;
+  double expected = 1.0;
+  for (float x : host) expected *= x;
+  DeviceBuffer<float> in(n), out(1);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  lad::Workspace workspace;
+  for (const lad::Rung& rung : lad::rungs()) {
+    for (unsigned block : {32u, 256u, 1024u}) {
+      out.poison();
+      ASSERT_EQ((lad::run<float, fr::Prod>(rung, in.get(), out.get(), n, block, workspace, 0, lad::device_limits(0, block))),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(double(read_back(out.get())), expected) << "rung " << rung.id << " block " << block;
+    }
+  }
+}
+
 TEST(LadderDriver, LevelsWiderThanTheGridLimitAreSplit) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = 1000003;
