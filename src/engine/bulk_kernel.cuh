@@ -4,8 +4,8 @@
 // (cp.async.bulk, sm_90) for whole stages of StageBytes contiguous bytes, `Stages` of them in
 // flight, each completing on its own mbarrier; the block's threads add a stage from shared
 // memory while the next ones arrive. Large sequential requests and no load instructions in
-// the threads. The block partials combine as in fast_kernel.cuh (grid barrier, block 0, index
-// order), so results stay deterministic.
+// the threads. The block partials combine through finish_grid (fast_kernel.cuh), so results
+// stay deterministic.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -110,18 +110,7 @@ __global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<T, acc_t<
     for (std::size_t e = args.tail_begin + tid; e < args.n; e += Threads) acc = op(acc, to_acc<A>(args.in[e]));
   }
 
-  const A block_total = primitives::block_reduce<Threads>(acc, op, storage);
-  if (gridDim.x == 1) {
-    if (tid == 0) *args.out = block_total;
-    return;
-  }
-  if (tid == 0) args.partials[blockIdx.x] = block_total;
-  cooperative_groups::this_grid().sync();  // all partials are written and visible grid-wide
-  if (blockIdx.x != 0) return;
-  A combined = Op::template identity<A>();
-  for (unsigned b = tid; b < gridDim.x; b += Threads) combined = op(combined, __ldcg(args.partials + b));
-  const A total = primitives::block_reduce<Threads>(combined, op, storage);
-  if (tid == 0) *args.out = total;
+  finish_grid<Threads>(acc, op, storage, args.partials, args.out);
 #endif
 }
 

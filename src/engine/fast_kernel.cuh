@@ -41,6 +41,27 @@ __device__ __forceinline__ A reduce_vec(const Vec<T>& v, Op op) {
   return lanes[0];
 }
 
+// Ends a one-pass kernel: the block's threads reduce `acc`; with one block thread 0 writes the
+// result, otherwise each block stores its partial, all meet at the grid barrier (the launch is
+// cooperative), and block 0 combines the partials in index order.
+template <unsigned Threads, class A, class Op>
+__device__ __forceinline__ void finish_grid(A acc, Op op, primitives::BlockReduceStorage<A, Threads>& storage,
+                                            A* partials, A* out) {
+  const unsigned tid = threadIdx.x;
+  const A block_total = primitives::block_reduce<Threads>(acc, op, storage);
+  if (gridDim.x == 1) {
+    if (tid == 0) *out = block_total;
+    return;
+  }
+  if (tid == 0) partials[blockIdx.x] = block_total;
+  cooperative_groups::this_grid().sync();  // all partials are written and visible grid-wide
+  if (blockIdx.x != 0) return;
+  A combined = Op::template identity<A>();
+  for (unsigned b = tid; b < gridDim.x; b += Threads) combined = op(combined, __ldcg(partials + b));
+  const A total = primitives::block_reduce<Threads>(combined, op, storage);
+  if (tid == 0) *out = total;
+}
+
 template <unsigned Threads, unsigned Unroll, LoadHint Hint, class T, class Op>
 __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<T, acc_t<T, Op>> args, Op op) {
   using A = acc_t<T, Op>;
@@ -69,18 +90,7 @@ __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<T, acc_t<
     for (std::size_t k = tail + tid; k < args.n; k += Threads) acc = op(acc, to_acc<A>(args.in[k]));
   }
 
-  const A block_total = primitives::block_reduce<Threads>(acc, op, storage);
-  if (gridDim.x == 1) {
-    if (tid == 0) *args.out = block_total;
-    return;
-  }
-  if (tid == 0) args.partials[blockIdx.x] = block_total;
-  cooperative_groups::this_grid().sync();  // all partials are written and visible grid-wide
-  if (blockIdx.x != 0) return;
-  A combined = Op::template identity<A>();
-  for (unsigned b = tid; b < gridDim.x; b += Threads) combined = op(combined, __ldcg(args.partials + b));
-  const A total = primitives::block_reduce<Threads>(combined, op, storage);
-  if (tid == 0) *args.out = total;
+  finish_grid<Threads>(acc, op, storage, args.partials, args.out);
 }
 
 }  // namespace fastreduce::engine
