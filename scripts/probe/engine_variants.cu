@@ -90,17 +90,7 @@ int main() {
         const BulkPlan plan = plan_bulk(n, 4, reinterpret_cast<std::uintptr_t>(src), 4, StageBytes, sms, per_sm, 0);
         BulkArgs<float, float> args{src, n, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
                                     static_cast<float*>(temp), out};
-        cudaLaunchConfig_t config{};
-        config.gridDim = dim3(plan.grid);
-        config.blockDim = dim3(Threads);
-        config.dynamicSmemBytes = smem;
-        config.stream = s;
-        cudaLaunchAttribute coop{};
-        coop.id = cudaLaunchAttributeCooperative;
-        coop.val.cooperative = 1;
-        config.attrs = &coop;
-        config.numAttrs = plan.grid > 1 ? 1 : 0;
-        cudaLaunchKernelEx(&config, kernel, args, Sum{});
+        launch(kernel, plan.grid, Threads, smem, s, args, Sum{});
       });
       // correctness against CUB on slice 1 (misaligned by one element too)
       float ref = 0, got = 0;
@@ -111,16 +101,7 @@ int main() {
         const BulkPlan plan = plan_bulk(n - shift, 4, reinterpret_cast<std::uintptr_t>(slice(1) + shift), 4, StageBytes, sms, per_sm, 0);
         BulkArgs<float, float> args{slice(1) + shift, n - shift, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
                                     static_cast<float*>(temp) + 1024, out};
-        cudaLaunchConfig_t config{};
-        config.gridDim = dim3(plan.grid);
-        config.blockDim = dim3(Threads);
-        config.dynamicSmemBytes = smem;
-        cudaLaunchAttribute coop{};
-        coop.id = cudaLaunchAttributeCooperative;
-        coop.val.cooperative = 1;
-        config.attrs = &coop;
-        config.numAttrs = plan.grid > 1 ? 1 : 0;
-        cudaLaunchKernelEx(&config, kernel, args, Sum{});
+        launch(kernel, plan.grid, Threads, smem, s, args, Sum{});
         cudaMemcpy(&got, out, 4, cudaMemcpyDeviceToHost);
         result = std::max(result, std::fabs(got - ref) / ref);
       }

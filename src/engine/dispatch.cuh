@@ -44,28 +44,22 @@ int resident_blocks_per_sm(int device) {
   return blocks > 0 ? blocks : 0;
 }
 
-// Compute capability major version, per device, queried once.
-inline int compute_major(int device) {
+// A device attribute, per device, queried once (0 for a device index out of range).
+template <cudaDeviceAttr Attribute>
+int device_attribute(int device) {
   static std::array<std::atomic<int>, kMaxDevices> cache{};
   if (device < 0 || device >= kMaxDevices) return 0;
-  int major = cache[device].load(std::memory_order_relaxed);
-  if (major == 0) {
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cache[device].store(major, std::memory_order_relaxed);
+  int value = cache[device].load(std::memory_order_relaxed);
+  if (value == 0) {
+    cudaDeviceGetAttribute(&value, Attribute, device);
+    cache[device].store(value, std::memory_order_relaxed);
   }
-  return major;
+  return value;
 }
 
+inline int compute_major(int device) { return device_attribute<cudaDevAttrComputeCapabilityMajor>(device); }
 inline int multiprocessors(int device) {
-  static std::array<std::atomic<int>, kMaxDevices> cache{};
-  if (device < 0 || device >= kMaxDevices) return 1;
-  int sms = cache[device].load(std::memory_order_relaxed);
-  if (sms == 0) {
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    sms = std::max(sms, 1);
-    cache[device].store(sms, std::memory_order_relaxed);
-  }
-  return sms;
+  return std::max(device_attribute<cudaDevAttrMultiProcessorCount>(device), 1);
 }
 
 template <class Kernel, class... Args>
