@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Where reproducible mode's time goes: code size of the engine kernels, and Nsight Compute's
-# duration, issue and stall breakdown for the fast and reproducible float sums at a small and a
-# mid size. Usage: scripts/probe/repro_profile.sh [BUILD_DIR]  (logs under $OUT)
+# Where reproducible mode's time goes: code size of the engine kernels, Nsight Compute's
+# duration, issue and stall breakdown of the fast and reproducible float sums at 2^16, 2^24 and
+# 2^28, and per-instruction stall samples of the reproducible kernel at 2^26.
+# Usage: scripts/probe/repro_profile.sh [BUILD_DIR]  (logs under $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${1:-build-gpu}
@@ -15,11 +16,13 @@ if [ -n "$obj" ]; then
 fi
 metrics=gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_elapsed.avg,dram__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum
 metrics+=",regex:smsp__warp_issue_stalled_.*_per_warp_active\\.pct"
+# One bench per mode, so the first two kernels profiled are that mode's (the fast mode picks
+# its load or bulk-copy kernel by size; CUB's kernels do not match the pattern).
 for p in 16 24 28; do
-  for k in fast_reduce_kernel bulk_reduce_kernel repro; do
-    ncu --clock-control none -k regex:"$k" -c 2 --metrics "$metrics" \
-      "$BIN/fastreduce" bench --sizes 2^$p --types float --ops sum --modes fast,reproducible --skip-thrust --repetitions 1 \
-      > "$OUT/ncu_${k}_2p$p.txt" 2>&1
+  for mode in fast reproducible; do
+    ncu --clock-control none -k regex:"reduce_kernel|repro_sum" -c 2 --metrics "$metrics" \
+      "$BIN/fastreduce" bench --sizes 2^$p --types float --ops sum --modes $mode --skip-thrust --repetitions 1 \
+      > "$OUT/ncu_${mode}_2p$p.txt" 2>&1
   done
 done
 # Per-instruction stall samples of the reproducible kernel at 2^26 (SASS, CSV).
