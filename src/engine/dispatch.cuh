@@ -108,14 +108,19 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
     if (reproducible) {
       constexpr auto kernel = repro_sum_kernel<T>;
       const int per_sm = resident_blocks_per_sm<kernel, kReproThreads>(device);
-      const ReproPlan plan = plan_reproducible(n, multiprocessors(device), per_sm, opt.max_blocks);
+      const ReproPlan plan = plan_reproducible(n, multiprocessors(device), per_sm, opt.max_blocks,
+                                               kReproBlockWords<A>);
       if (d_temp == nullptr) {
         temp_bytes = plan.temp_bytes;
         return cudaSuccess;
       }
       if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
+      if (n >= kReproMaxElements) {
+        if (message != nullptr) *message = "Mode::Reproducible sums at most 2^42 elements";
+        return cudaErrorNotSupported;
+      }
       const bool aligned = reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0;
-      ReproArgs<T, A> args{d_in, n, plan.tiles, aligned, static_cast<DoubleDouble*>(d_temp), d_out};
+      ReproArgs<T, A> args{d_in, n, plan.tiles, aligned, static_cast<unsigned long long*>(d_temp), d_out};
       return launch(kernel, plan.grid, kReproThreads, 0, stream, args);
     }
   }

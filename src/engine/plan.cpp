@@ -48,14 +48,13 @@ BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address,
   return plan;
 }
 
-ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks) {
+ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks, unsigned block_words) {
   ReproPlan plan{};
   plan.tiles = ceil_div(n, kReproTile);
   // One tile per block first (tiles go round the blocks), up to what is resident.
   plan.grid = static_cast<unsigned>(
       std::clamp<std::size_t>(plan.tiles, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
-  const std::size_t segments = ceil_div(plan.tiles, kReproSegment);
-  plan.temp_bytes = std::max<std::size_t>(16, (plan.tiles + segments) * 16);
+  plan.temp_bytes = std::size_t(plan.grid) * block_words * sizeof(std::uint64_t);
   return plan;
 }
 

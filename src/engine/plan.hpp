@@ -39,10 +39,10 @@ BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address,
 struct ReproPlan {
   std::size_t tiles;       // kReproTile-element tiles, the last one partial
   unsigned grid;
-  std::size_t temp_bytes;  // a double-double per tile and per segment of tiles, never 0
+  std::size_t temp_bytes;  // per block, block_words 8-byte words (its exact accumulator)
 };
 
-ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks);
+ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks, unsigned block_words);
 
 // What d_temp must be aligned to (the kernels store 16-byte partials there; cudaMalloc gives 256).
 inline constexpr std::size_t kTempAlignment = 16;

@@ -42,6 +42,7 @@ inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
 inline constexpr unsigned kReproThreads = 256;       // 8 warps per block
 inline constexpr std::size_t kReproTile = 4096;      // elements summed by one warp, in a fixed order
 inline constexpr unsigned kReproLoadBatch = 16;      // 16-byte loads per lane in flight (two batches in registers)
-inline constexpr std::size_t kReproSegment = 4096;   // tile partials combined by one block
+// The exact accumulator's 64-bit limbs take up to 2^31 additions of 32-bit pieces: two per tile.
+inline constexpr std::size_t kReproMaxElements = std::size_t(1) << 42;
 
 }  // namespace fastreduce::engine

@@ -1,25 +1,28 @@
 // Reproducible, compensated floating-point sum.
 //
-// The summation order depends on the data's length alone, never on the launch:
+// What decides the result depends on the data's length alone, never on the launch:
 //   1. the input is cut into tiles of kReproTile elements; one warp sums a tile, lane l taking
 //      the 16-byte vectors l, l + 32, l + 64, ... of the tile, element by element, in order;
-//   2. the 32 lane partials combine in a fixed xor-butterfly;
-//   3. the tile partials are stored by tile index; after a grid-wide barrier, segments of
-//      kReproSegment consecutive tile partials are combined (thread t takes t, t + 256, ...,
-//      then a fixed tree), and after a second barrier block 0 combines the segment partials
-//      the same way (one segment: its partial is the result).
+//   2. the 32 lane partials combine in a fixed xor-butterfly into the tile's partial, a
+//      double-double (hi, lo);
+//   3. hi and lo of every tile are added *exactly* into a fixed-point accumulator (ExactSum:
+//      32-bit limbs held in 64-bit integers), per warp, then per block, then over the grid.
+//      Integer addition is associative, so which warp, block or SM sums a tile and in what
+//      order the accumulators meet cannot change a bit: the result is the exact sum of the tile
+//      partials, rounded once to the result type.
 // Which block or warp sums a tile changes with the GPU and max_blocks; the arithmetic does not.
 //
 // Elements enter a lane's sum through TwoSum (exact rounding errors kept: see FloatLane and
-// DoubleLane), and partials combine as normalised double-doubles (hi, lo). Only correctly
-// rounded additions are used (nothing for the compiler to contract into FMAs), which every
-// CUDA GPU implements identically. The plain running sums carry infinities and NaN through, so
-// such data gives the IEEE result. (A float lane sum can overflow to infinity where the exact
-// sum of its 128 elements would not: inputs near the float limit, 3.4e38, are not supported.)
+// DoubleLane), and lane partials combine as normalised double-doubles. Only correctly rounded
+// additions are used (nothing for the compiler to contract into FMAs), which every CUDA GPU
+// implements identically. Infinities and NaN are tracked apart from the finite sum and give the
+// IEEE result. (A float lane sum can overflow to infinity where the exact sum of its 128
+// elements would not: inputs near the float limit, 3.4e38, are not supported.)
 #pragma once
 
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "engine/policy.hpp"
@@ -70,7 +73,7 @@ struct ReproArgs {
   std::size_t n;
   std::size_t tiles;
   bool aligned;                // in is 16-byte aligned: vector loads
-  DoubleDouble* partials;      // one per tile
+  unsigned long long* blocks;  // per block: its accumulator's limbs and its special-value flags
   A* out;
 };
 
@@ -121,7 +124,9 @@ __device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v)
 // Vectors per lane per batch: two batches live in registers; 2-byte types unpack to twice the
 // floats, so they take half as many.
 template <class T>
-inline constexpr unsigned kBatch = sizeof(T) == 2 ? kReproLoadBatch / 2 : kReproLoadBatch;
+inline constexpr unsigned kLaneVectors = kReproTile / kVecElems<T> / 32;  // a lane's vectors per tile
+template <class T>
+inline constexpr unsigned kBatch = std::min(sizeof(T) == 2 ? kReproLoadBatch / 2 : kReproLoadBatch, kLaneVectors<T>);
 
 template <class T>
 __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* in, std::size_t n,
@@ -142,13 +147,73 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
   }
 }
 
+
+// The exact accumulator. Limb j counts units of 2^(kLowBit + 32 j); 32 * kWordsPerLane limbs
+// are spread over the warp's lanes (limb j on lane j % 32), each in a signed 64-bit integer so
+// that more than 2^30 additions of 32-bit pieces cannot overflow it. Every finite tile partial
+// of a float-valued sum is a multiple of 2^-149 (it is made of float values and their exact
+// rounding errors) and below 2^141; of a double sum, a multiple of 2^-1074 below 2^1037. The
+// limbs reach 2^875 and 2^1998: room for any sum of such partials.
+template <class A>
+struct ExactFormat;
+template <>
+struct ExactFormat<float> {
+  static constexpr int kLowBit = -149;
+  static constexpr unsigned kWordsPerLane = 1;
+};
+template <>
+struct ExactFormat<double> {
+  static constexpr int kLowBit = -1074;
+  static constexpr unsigned kWordsPerLane = 3;
+};
+
+enum : unsigned { kPlusInf = 1, kMinusInf = 2, kNaN = 4 };
+
+template <class A>
+struct ExactSum {
+  static constexpr int kLowBit = ExactFormat<A>::kLowBit;
+  static constexpr unsigned K = ExactFormat<A>::kWordsPerLane;
+  static constexpr unsigned kLimbs = 32 * K;
+  long long limb[K] = {};  // this lane's limbs: lane + 32 k
+  unsigned special = 0;    // kPlusInf | kMinusInf | kNaN seen
+
+  // Adds x exactly. Every lane of the warp passes the same x and adds the bits of its limbs.
+  __device__ __forceinline__ void add(double x, unsigned lane) {
+    const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
+    const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
+    const unsigned long long fraction = bits & ((1ull << 52) - 1);
+    if (exponent == 0x7FF) {
+      special |= fraction != 0 ? kNaN : (bits >> 63) ? kMinusInf : kPlusInf;
+      return;
+    }
+    const unsigned long long mantissa = exponent != 0 ? fraction | (1ull << 52) : fraction;
+    // x = mantissa * 2^(low bit), and the mantissa's bit 0 is bit `position` of the accumulator
+    // (bits below the accumulator's, which no partial has, would be dropped).
+    const int position = (exponent != 0 ? exponent - 1075 : -1074) - kLowBit;
+    const bool negative = (bits >> 63) != 0;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      const int shift = 32 * static_cast<int>(lane + 32 * k) - position;  // mantissa bit at the limb's bit 0
+      unsigned long long piece = 0;
+      if (shift >= 0) piece = shift < 64 ? (mantissa >> shift) & 0xFFFFFFFFull : 0;
+      else if (shift > -32) piece = (mantissa << -shift) & 0xFFFFFFFFull;
+      limb[k] += negative ? -static_cast<long long>(piece) : static_cast<long long>(piece);
+    }
+  }
+  __device__ __forceinline__ void add(const DoubleDouble& partial, unsigned lane) {
+    add(partial.hi, lane);
+    add(partial.lo, lane);
+  }
+};
+
 // A warp sums its tiles (first, first + step, ...) one after the other; lane l owns vectors
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
 // (of this tile or the next) are in flight while the current batch is added. Each tile's
-// partial goes to partials[tile].
+// partial goes into the warp's exact accumulator.
 template <class T>
 __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
-                                          std::size_t step, bool aligned, unsigned lane, DoubleDouble* partials) {
+                                          std::size_t step, bool aligned, unsigned lane,
+                                          ExactSum<acc_t<T, Sum>>& exact) {
   constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / kBatch<T>;
   static_assert(batches * kBatch<T> * 32 * kVecElems<T> == kReproTile);
   if (first >= tiles) return;
@@ -166,82 +231,206 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
 #pragma unroll
       for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
     }
-    const DoubleDouble partial = warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total()));
-    if (lane == 0) partials[tile] = partial;
+    exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
   }
 }
 
-// Combines partials[first, last) in the fixed order: thread t takes first + t, first + t + 256,
-// ... (all its loads issued before the additions), then the warps' butterflies, then warp 0's
-// eight partials in order. The result (valid in thread 0) depends on the partials alone.
-__device__ __forceinline__ DoubleDouble combine_partials(const DoubleDouble* partials, std::size_t first,
-                                                         std::size_t last, DoubleDouble* warp_partials) {
-  constexpr unsigned warps = kReproThreads / 32;
-  constexpr unsigned per_thread = kReproSegment / kReproThreads;
-  DoubleDouble acc{0.0, 0.0};
-  double low = 0.0;  // the low parts are rounding-error sized: a plain sum keeps them well
-  for (std::size_t base = first; base < last; base += kReproSegment) {
-    double2 p[per_thread];
-#pragma unroll
-    for (unsigned k = 0; k < per_thread; ++k) {
-      const std::size_t i = base + k * kReproThreads + threadIdx.x;
-      p[k] = i < last ? __ldcg(reinterpret_cast<const double2*>(partials + i)) : double2{0.0, 0.0};
-    }
-#pragma unroll
-    for (unsigned k = 0; k < per_thread; ++k) {
-      acc = two_sum_add(acc, p[k].x);
-      low = __dadd_rn(low, p[k].y);
-    }
+// Carries every limb's bits above 32 into the next one, bottom to top, in place (one thread):
+// limbs 0 .. W - 2 end in [0, 2^32) and the top limb keeps the sign of the total. A negative
+// total is then negated the same way, so the limbs hold its magnitude. Returns the sign.
+// No limb below `lowest` or above `highest` is non-zero: carrying starts at the first, and past
+// the second only the carry is left to place.
+template <unsigned W>
+__device__ __forceinline__ bool normalize_limbs(unsigned long long* limbs, unsigned lowest, unsigned highest) {
+  long long carry = 0;
+  unsigned j = lowest;
+  for (; j + 1 < W && (j <= highest || (carry != 0 && carry != -1)); ++j) {
+    const long long v = static_cast<long long>(limbs[j]) + carry;
+    carry = v >> 32;  // arithmetic shift: floor division by 2^32
+    limbs[j] = static_cast<unsigned long long>(v & 0xFFFFFFFFll);
   }
-  acc = warp_dd_reduce(dd_add(acc, DoubleDouble{low, 0.0}));
+  // Limbs 0 .. end - 1 are in [0, 2^32); `top` counts units of limb `end` and holds everything
+  // from there up (the top limb when the loop reached it, else only the carry: 0 or -1).
+  const unsigned end = j;
+  const bool reached_top = end + 1 == W;
+  const long long top = reached_top ? static_cast<long long>(limbs[W - 1]) + carry : carry;
+  if (top >= 0) {
+    limbs[end] = static_cast<unsigned long long>(top);
+    return false;
+  }
+  // Negative: the magnitude is the two's complement, borrowing up from limb 0.
+  carry = 0;
+  for (unsigned i = lowest; i < end; ++i) {
+    const long long v = carry - static_cast<long long>(limbs[i]);
+    carry = v >> 32;
+    limbs[i] = static_cast<unsigned long long>(v & 0xFFFFFFFFll);
+  }
+  limbs[end] = static_cast<unsigned long long>(carry - top);
+  return true;
+}
+
+// The value of normalised limbs (a magnitude, and its sign) rounded once to A (round to nearest
+// even), computed by one warp; the result is valid in lane 0.
+template <class A>
+__device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool negative, unsigned special, unsigned lane) {
+  using Exact = ExactSum<A>;
+  constexpr unsigned K = Exact::K;
+  if (special != 0) {  // what IEEE addition gives: NaN, or the one sign of infinity seen
+    const bool nan = special & kNaN || (special & kPlusInf && special & kMinusInf);
+    const double value = __longlong_as_double(nan ? 0x7FF8000000000000ll : 0x7FF0000000000000ll);
+    return static_cast<A>(special == kMinusInf ? -value : value);
+  }
+  long long limb[K];
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
+  // The highest non-zero limb h, and limbs h, h - 1, h - 2 from their lanes.
+  int h = -1;
+#pragma unroll
+  for (int k = K - 1; k >= 0; --k) {
+    const unsigned mask = __ballot_sync(primitives::kFullMask, limb[k] != 0);
+    if (h < 0 && mask != 0) h = 32 * k + 31 - __clz(mask);
+  }
+  if (h < 0) return A(0);
+  auto limb_at = [&](int j) -> unsigned long long {
+    long long mine = 0;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) if (j >= 0 && unsigned(j) / 32 == k) mine = limb[k];
+    const long long v = __shfl_sync(primitives::kFullMask, mine, j >= 0 ? j % 32 : 0);
+    return j >= 0 ? static_cast<unsigned long long>(v) : 0ull;
+  };
+  const unsigned long long l2 = limb_at(h), l1 = limb_at(h - 1), l0 = limb_at(h - 2);
+  bool below = false;  // any limb under h - 2 non-zero
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) below = below || (int(lane + 32 * k) < h - 2 && limb[k] != 0);
+  below = __any_sync(primitives::kFullMask, below);
+  // 64 leading bits of the magnitude, with everything under them folded into a sticky bit, so
+  // that the one conversion below rounds exactly as the infinite-precision value would.
+  const int lz = __clz(static_cast<unsigned>(l2));
+  const unsigned long long high = (l2 << 32) | l1;
+  unsigned long long m = (high << lz) | (lz > 0 ? l0 >> (32 - lz) : 0ull);
+  const bool sticky = below || ((l0 << lz) & 0xFFFFFFFFull) != 0;
+  m |= sticky ? 1ull : 0ull;
+  const int scale = Exact::kLowBit + 32 * (h - 1) - lz;  // the value is m * 2^scale
+  A r;
+  if constexpr (std::is_same_v<A, float>) r = ldexpf(__ull2float_rn(m), scale);
+  else r = ldexp(__ull2double_rn(m), scale);
+  return negative ? -r : r;
+}
+
+// What a block stores for the grid: its limbs, a word of special-value flags and a zero word.
+template <class A>
+inline constexpr unsigned kReproBlockWords = ExactSum<A>::kLimbs + 2;
+
+// Shared memory of the finish: a row of limbs per warp, and each warp's special-value flags.
+template <class A>
+struct FinishShared {
+  static constexpr unsigned kWarps = kReproThreads / 32;
+  long long limbs[kWarps][ExactSum<A>::kLimbs];
+  unsigned special[kWarps];
+};
+
+// Adds the warps' accumulators into the block's, stores the block's limbs, and after a
+// grid-wide barrier block 0 adds all blocks' limbs and writes the rounded result. Integer sums:
+// any order gives the same limbs, and none needs an atomic.
+template <class A>
+__device__ __forceinline__ void finish_exact(const ExactSum<A>& exact, FinishShared<A>& shared,
+                                             unsigned long long* blocks, A* out) {
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  constexpr unsigned kWarps = FinishShared<A>::kWarps;
+  constexpr unsigned kWords = kReproBlockWords<A>;
+  const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) warp_partials[warp] = acc;
-  __syncthreads();  // the warps' partials are in shared memory before thread 0 reads them
-  DoubleDouble total = warp_partials[0];
-  if (threadIdx.x == 0) {
-    for (unsigned w = 1; w < warps; ++w) total = dd_add(total, warp_partials[w]);
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) shared.limbs[warp][lane + 32 * k] = exact.limb[k];
+  if (lane == 0) shared.special[warp] = exact.special;
+  __syncthreads();  // every warp's limbs are in shared memory
+  unsigned long long* mine = blocks + std::size_t(blockIdx.x) * kWords;
+  for (unsigned t = threadIdx.x; t < W; t += blockDim.x) {
+    long long sum = 0;
+#pragma unroll
+    for (unsigned w = 0; w < kWarps; ++w) sum += shared.limbs[w][t];
+    mine[t] = static_cast<unsigned long long>(sum);
   }
-  __syncthreads();  // warp_partials may be reused
-  return total;
-}
-
-template <class T>
-__device__ __forceinline__ void store_result(acc_t<T, Sum>* out, DoubleDouble total) {
-  const double result = isfinite(total.hi) ? __dadd_rn(total.hi, total.lo) : total.hi;
-  *out = static_cast<acc_t<T, Sum>>(result);
+  if (threadIdx.x == 0) {
+    unsigned special = 0;
+#pragma unroll
+    for (unsigned w = 0; w < kWarps; ++w) special |= shared.special[w];
+    mine[W] = special;
+    mine[W + 1] = 0;
+  }
+  if (gridDim.x > 1) cooperative_groups::this_grid().sync();  // every block's limbs written and visible
+  else __syncthreads();
+  if (blockIdx.x != 0) return;
+  // Warp w adds blocks w, w + 8, ... with lane l taking limbs l + 32 k: coalesced rows, and
+  // kInFlight rows' loads issued before their additions (all of them up to 192 blocks for float).
+  constexpr unsigned kInFlight = 24 / K;
+  long long acc[K] = {};
+  unsigned special = 0;
+  for (unsigned first = warp; first < gridDim.x; first += kWarps * kInFlight) {
+    long long row[kInFlight][K];
+    unsigned flags[kInFlight];
+#pragma unroll
+    for (unsigned i = 0; i < kInFlight; ++i) {
+      const unsigned b = first + i * kWarps;
+      const unsigned long long* words = blocks + std::size_t(b) * kWords;
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) row[i][k] = b < gridDim.x ? static_cast<long long>(__ldcg(words + lane + 32 * k)) : 0;
+      flags[i] = b < gridDim.x && lane == 0 ? static_cast<unsigned>(__ldcg(words + W)) : 0u;
+    }
+#pragma unroll
+    for (unsigned i = 0; i < kInFlight; ++i) {
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) acc[k] += row[i][k];
+      special |= flags[i];
+    }
+  }
+  // The barrier above ended this block's reads of the rows: they are free again.
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) shared.limbs[warp][lane + 32 * k] = acc[k];
+  if (lane == 0) shared.special[warp] = special;
+  __syncthreads();
+  if (warp != 0) return;
+  // Warp 0 adds the warps' rows into row 0 (each lane its own limbs), then carries and rounds.
+  unsigned long long* total = reinterpret_cast<unsigned long long*>(shared.limbs[0]);
+  unsigned lowest = W - 1, highest = 0;  // the non-zero limbs before carrying
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) {
+    long long sum = 0;
+#pragma unroll
+    for (unsigned w = 0; w < kWarps; ++w) sum += shared.limbs[w][lane + 32 * k];
+    total[lane + 32 * k] = static_cast<unsigned long long>(sum);
+    const unsigned mask = __ballot_sync(primitives::kFullMask, sum != 0);
+    if (mask != 0) {
+      highest = 32 * k + 31 - __clz(mask);
+      lowest = lowest < 32 * k ? lowest : 32 * k + __ffs(mask) - 1;
+    }
+  }
+  special = 0;
+#pragma unroll
+  for (unsigned w = 0; w < kWarps; ++w) special |= shared.special[w];
+  if (lowest > highest) lowest = 0;  // all zero
+  __syncwarp();  // the totals are visible to lane 0
+  bool negative = false;
+  if (lane == 0) negative = normalize_limbs<W>(total, lowest, highest);
+  __syncwarp();  // lane 0's normalised limbs are visible to the warp
+  negative = __shfl_sync(primitives::kFullMask, negative, 0);
+  const A result = round_exact<A>(total, negative, special, lane);
+  if (lane == 0) *out = result;
 }
 
 template <class T>
 __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+  using A = acc_t<T, Sum>;
   constexpr unsigned warps = kReproThreads / 32;
-  __shared__ DoubleDouble warp_partials[warps];
+  __shared__ FinishShared<A> shared;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
+  ExactSum<A> exact;
   // Tiles go round the blocks first, so a small input still spreads over many SMs.
   sum_tiles(args.in, args.n, args.tiles, blockIdx.x + std::size_t(warp) * gridDim.x,
-            std::size_t(gridDim.x) * warps, args.aligned, lane, args.partials);
-  auto grid_barrier = [] {
-    if (gridDim.x > 1) cooperative_groups::this_grid().sync();  // partials written and visible grid-wide
-    else __syncthreads();
-  };
-  grid_barrier();
-  // Segments of kReproSegment tile partials, one block each; a single segment is the result.
-  const std::size_t segments = (args.tiles + kReproSegment - 1) / kReproSegment;
-  DoubleDouble* segment_partials = args.partials + args.tiles;
-  for (std::size_t s = blockIdx.x; s < (segments > 0 ? segments : 1); s += gridDim.x) {
-    const std::size_t first = s * kReproSegment;
-    const std::size_t last = first + kReproSegment < args.tiles ? first + kReproSegment : args.tiles;
-    const DoubleDouble total = combine_partials(args.partials, first, last, warp_partials);
-    if (threadIdx.x == 0) {
-      if (segments <= 1) store_result<T>(args.out, total);
-      else segment_partials[s] = total;
-    }
-  }
-  if (segments <= 1) return;
-  grid_barrier();
-  if (blockIdx.x != 0) return;
-  const DoubleDouble total = combine_partials(segment_partials, 0, segments, warp_partials);
-  if (threadIdx.x == 0) store_result<T>(args.out, total);
+            std::size_t(gridDim.x) * warps, args.aligned, lane, exact);
+  finish_exact<A>(exact, shared, args.blocks, args.out);
 }
 
 }  // namespace fastreduce::engine

@@ -1,7 +1,10 @@
 // Mode::Reproducible: the same bits for any launch shape, and compensated accuracy.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
@@ -32,7 +35,7 @@ void check_launch_shape_independence() {
   sizes.push_back(4095);
   sizes.push_back(4097);
   sizes.push_back(quick() ? 100003 : 10000019);
-  if (!quick()) sizes.push_back((std::size_t(1) << 24) + 4097);  // two segments of tile partials
+  if (!quick()) sizes.push_back((std::size_t(1) << 24) + 4097);  // every block with several tiles, the last one partial
   for (std::size_t n : sizes) {
     DeviceBuffer<T> in(n + 3);
     ASSERT_EQ(fr::bench::fill_random(in.get(), n + 3, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
@@ -134,4 +137,75 @@ TEST(Reproducible, NonSumOpsTakeTheExactFastPath) {
   const auto hi = fr::bench::to_host(ints.get(), n);
   EXPECT_EQ(fr::reduce(ints.get(), n, fr::Sum{}, {.mode = fr::Mode::Reproducible}), fr::reference::reduce(hi.data(), n, fr::Sum{}));
   EXPECT_THROW((void)fr::reduce(in.get(), n, fr::Prod{}, {.mode = fr::Mode::Reproducible}), fr::Error);
+}
+
+// Tile partials meet in an exact accumulator and are rounded once: values placed in different
+// tiles (4096 elements apart) give the correctly rounded sum, ties to even, sticky bits below
+// the tie, subnormal results, and intermediate sums beyond the type's range.
+template <class T>
+void check_rounds_once_across_tiles(const std::vector<T>& values, T expected) {
+  const std::size_t tile = 4096;
+  const std::size_t n = values.size() * tile + 5;
+  std::vector<T> host(n, T(0));
+  for (std::size_t i = 0; i < values.size(); ++i) host[i * tile + 7 * i] = values[i];  // a different lane each time
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  for (unsigned max_blocks : {0u, 1u, 2u}) {
+    const T got = repro_sum(in.get(), n, max_blocks);
+    EXPECT_TRUE(same_bits(got, expected) || (std::isnan(got) && std::isnan(expected)))
+        << "got " << std::hexfloat << got << " expected " << expected << " max_blocks " << max_blocks;
+  }
+}
+
+TEST(Reproducible, FloatTilePartialsAreRoundedOnce) {
+  FASTREDUCE_REQUIRE_GPU();
+  const float one_up = std::nextafter(1.0f, 2.0f);
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const float inf = std::numeric_limits<float>::infinity();
+  check_rounds_once_across_tiles<float>({1.0f, 0x1p-24f}, 1.0f);                  // a tie: to even
+  check_rounds_once_across_tiles<float>({1.0f, 0x1p-24f, 0x1p-60f}, one_up);      // just above the tie
+  check_rounds_once_across_tiles<float>({-1.0f, -0x1p-24f, -0x1p-60f}, -one_up);  // the same, negative
+  check_rounds_once_across_tiles<float>({1.0f, -1.0f, tiny}, tiny);               // a subnormal result
+  check_rounds_once_across_tiles<float>({3e38f, 3e38f, -3e38f}, 3e38f);           // 6e38 on the way
+  check_rounds_once_across_tiles<float>({-0x1p100f, 0x1p100f, -0x1p-100f}, -0x1p-100f);
+  check_rounds_once_across_tiles<float>({inf, 1.0f}, inf);
+  check_rounds_once_across_tiles<float>({-inf, 1.0f}, -inf);
+  check_rounds_once_across_tiles<float>({inf, -inf}, std::numeric_limits<float>::quiet_NaN());
+}
+
+TEST(Reproducible, DoubleTilePartialsAreRoundedOnce) {
+  FASTREDUCE_REQUIRE_GPU();
+  const double one_up = std::nextafter(1.0, 2.0);
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  check_rounds_once_across_tiles<double>({1.0, 0x1p-53}, 1.0);
+  check_rounds_once_across_tiles<double>({1.0, 0x1p-53, 0x1p-100}, one_up);
+  check_rounds_once_across_tiles<double>({1e300, -1e300, 1e-300}, 1e-300);
+  check_rounds_once_across_tiles<double>({1.0, -1.0, tiny}, tiny);
+  check_rounds_once_across_tiles<double>({-1e308, -1e308, 1e308}, -1e308);
+  check_rounds_once_across_tiles<double>({std::numeric_limits<double>::quiet_NaN(), 1.0},
+                                         std::numeric_limits<double>::quiet_NaN());
+}
+
+// The exact accumulator holds up to 2^42 elements' partials: beyond that the call is refused
+// with the documented error, before anything is launched or written.
+TEST(Reproducible, MoreThan2To42ElementsAreRefusedAndNothingIsWritten) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = std::size_t(1) << 42;  // never read: the call must stop before the launch
+  const fr::Options opt{.mode = fr::Mode::Reproducible};
+  DeviceBuffer<float> in(16), out(1);
+  std::size_t bytes = 0;
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  out.poison();
+  const float poisoned = read_back(out.get());
+  EXPECT_EQ((fr::reduce_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), n, fr::Sum{}, 0, opt)),
+            cudaErrorNotSupported);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(same_bits(read_back(out.get()), poisoned));
+  try {
+    (void)fr::reduce(in.get(), n, fr::Sum{}, opt);
+    ADD_FAILURE() << "no exception";
+  } catch (const fr::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2^42"), std::string::npos) << e.what();
+  }
 }
