@@ -44,7 +44,7 @@ struct ReproPlan {
 
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks, unsigned block_words);
 
-// What d_temp must be aligned to (the kernels store 16-byte partials there; cudaMalloc gives 256).
+// What d_temp must be aligned to (the kernels store 4- and 8-byte partials there; cudaMalloc gives 256).
 inline constexpr std::size_t kTempAlignment = 16;
 
 struct ArgumentError {

@@ -150,7 +150,7 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
 
 // The exact accumulator. Limb j counts units of 2^(kLowBit + 32 j); 32 * kWordsPerLane limbs
 // are spread over the warp's lanes (limb j on lane j % 32), each in a signed 64-bit integer so
-// that more than 2^30 additions of 32-bit pieces cannot overflow it. Every finite tile partial
+// that 2^31 additions of 32-bit pieces cannot overflow it. Every finite tile partial
 // of a float-valued sum is a multiple of 2^-149 (it is made of float values and their exact
 // rounding errors) and below 2^141; of a double sum, a multiple of 2^-1074 below 2^1037. The
 // limbs reach 2^875 and 2^1998: room for any sum of such partials.
@@ -202,7 +202,8 @@ struct ExactSum {
   }
   __device__ __forceinline__ void add(const DoubleDouble& partial, unsigned lane) {
     add(partial.hi, lane);
-    add(partial.lo, lane);
+    // A partial that overflowed in its last step is (inf, -inf): its hi alone says which.
+    if (isfinite(partial.hi)) add(partial.lo, lane);
   }
 };
 

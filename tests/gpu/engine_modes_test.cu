@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/repro_kernel.cuh"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
 #include "reference/reference.hpp"
@@ -164,6 +165,7 @@ TEST(Reproducible, FloatTilePartialsAreRoundedOnce) {
   const float inf = std::numeric_limits<float>::infinity();
   check_rounds_once_across_tiles<float>({1.0f, 0x1p-24f}, 1.0f);                  // a tie: to even
   check_rounds_once_across_tiles<float>({1.0f, 0x1p-24f, 0x1p-60f}, one_up);      // just above the tie
+  check_rounds_once_across_tiles<float>({1.0f, 0x1p-24f, 0x1p-100f}, one_up);     // sticky bit three limbs down
   check_rounds_once_across_tiles<float>({-1.0f, -0x1p-24f, -0x1p-60f}, -one_up);  // the same, negative
   check_rounds_once_across_tiles<float>({1.0f, -1.0f, tiny}, tiny);               // a subnormal result
   check_rounds_once_across_tiles<float>({3e38f, 3e38f, -3e38f}, 3e38f);           // 6e38 on the way
@@ -208,4 +210,46 @@ TEST(Reproducible, MoreThan2To42ElementsAreRefusedAndNothingIsWritten) {
   } catch (const fr::Error& e) {
     EXPECT_NE(std::string(e.what()).find("2^42"), std::string::npos) << e.what();
   }
+}
+
+// The block layout the size query counts (tests/cpu/plan_test.cpp uses these numbers).
+static_assert(fr::engine::kReproBlockWords<float> == 34 && fr::engine::kReproBlockWords<double> == 98);
+
+// Thousands of tiles, each holding one value (so each tile partial is that value, exactly), of
+// both signs and many magnitudes: every carry and borrow between limbs is exercised, and the
+// result must be the correctly rounded sum, bit for bit, for any grid.
+template <class T>
+void check_exact_over_many_tiles(int min_exponent, int max_exponent) {
+  const std::size_t tiles = 3001, tile = 4096, n = tiles * tile;
+  std::mt19937_64 rng(fr::bench::fresh_seed());
+  std::uniform_int_distribution<int> exponent(min_exponent, max_exponent);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::vector<T> host(n, T(0));
+  std::vector<double> values;
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const double sign = rng() % 2 ? -1.0 : 1.0;
+    const T v = static_cast<T>(sign * std::ldexp(mantissa(rng), exponent(rng)));
+    host[t * tile + (t * 37) % tile] = v;
+    values.push_back(double(v));
+  }
+  // float: every value is a multiple of 2^(min_exponent - 23) below 2^(max_exponent + 13), so
+  // the exact sum fits a double and one rounding to float is the correct one.
+  const T expected = static_cast<T>(fr::reference::exact_sum(values.data(), values.size()));
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  for (unsigned max_blocks : {0u, 1u, 7u}) {
+    const T got = repro_sum(in.get(), n, max_blocks);
+    EXPECT_TRUE(same_bits(got, expected)) << std::hexfloat << "got " << got << " expected " << expected
+                                          << " max_blocks " << max_blocks;
+  }
+}
+
+TEST(Reproducible, FloatIsCorrectlyRoundedWhenTilePartialsAreExact) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_exact_over_many_tiles<float>(-8, 7);
+}
+
+TEST(Reproducible, DoubleIsCorrectlyRoundedWhenTilePartialsAreExact) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_exact_over_many_tiles<double>(-300, 300);
 }
