@@ -163,6 +163,7 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
     FastArgs<T, A> args{d_in, n, plan.head, plan.vectors, plan.share, static_cast<A*>(d_temp), d_out};
     return launch(kernel, plan.grid, policy.threads, 0, stream, args, op);
   };
+  if (bytes <= kSm90TinyMaxBytes) return run_fast.template operator()<kSm90Tiny>();
   if (bytes <= kSm90SmallMaxBytes) return run_fast.template operator()<kSm90Small>();
   return run_fast.template operator()<kSm90Large>();
 }

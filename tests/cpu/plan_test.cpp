@@ -37,6 +37,18 @@ TEST(EnginePlan, GridGrowsWithNAndStopsAtResidentCapacity) {
   EXPECT_EQ(big.temp_bytes, 132u * 8u * 4u);
 }
 
+// Up to kSm90TinyMaxBytes the input is one block's single round of loads: an ordinary launch.
+TEST(EnginePlan, TinyInputsAreOneBlockWithOneRoundOfLoads) {
+  const std::size_t floats = eng::kSm90TinyMaxBytes / 4;
+  for (std::uintptr_t address : {std::uintptr_t(0x1000), std::uintptr_t(0x1004)}) {
+    const auto plan = eng::plan_fast(floats, 4, address, 4, eng::kSm90Tiny, 132, 2, 0);
+    EXPECT_EQ(plan.grid, 1u);
+    EXPECT_EQ(plan.share, std::size_t(eng::kSm90Tiny.threads) * eng::kSm90Tiny.unroll);
+    EXPECT_GE(plan.share, plan.vectors);
+  }
+  EXPECT_EQ(eng::plan_fast(eng::kSm90TinyMaxBytes / 8, 8, 0, 8, eng::kSm90Tiny, 132, 2, 0).grid, 1u);
+}
+
 TEST(EnginePlan, MaxBlocksCapsTheGrid) {
   for (unsigned cap : {1u, 3u, 7u, 64u}) {
     const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSm90Small, 132, 8, cap);
