@@ -69,4 +69,29 @@ Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream
   return summarize(std::move(samples));
 }
 
+std::vector<Timing> time_back_to_back_interleaved(const std::vector<std::function<void(int)>>& fns,
+                                                  cudaStream_t stream, const std::vector<int>& calls,
+                                                  TimingOptions options) {
+  const std::size_t count = fns.size();
+  std::vector<int> next(count, 0);  // each contender's call counter, for rotating inputs
+  for (std::size_t k = 0; k < count; ++k) {
+    for (int i = 0; i < options.warmup; ++i) fns[k](next[k]++);
+  }
+  cudaStreamSynchronize(stream);
+  EventPair events;
+  std::vector<std::vector<double>> samples(count);
+  for (int r = 0; r < options.repetitions; ++r) {
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t k = (std::size_t(r) + j) % count;
+      cudaEventRecord(events.start, stream);
+      for (int i = 0; i < calls[k]; ++i) fns[k](next[k]++);
+      cudaEventRecord(events.stop, stream);
+      samples[k].push_back(events.elapsed_us() / calls[k]);
+    }
+  }
+  std::vector<Timing> timings;
+  for (auto& s : samples) timings.push_back(summarize(std::move(s)));
+  return timings;
+}
+
 }  // namespace fastreduce::bench

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <vector>
 
 namespace fastreduce::bench {
 
@@ -28,5 +29,12 @@ Timing time_each(const std::function<void(int)>& fn, cudaStream_t stream, Timing
 // options.repetitions times; the median batch counts.
 Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream, int calls,
                          TimingOptions options);
+
+// Several contenders timed like time_back_to_back, with their batches interleaved: repetition r
+// runs one batch of each, starting with contender r % count, so that a slow spell of the host or
+// the GPU falls on all of them alike. calls[k] is contender k's batch length.
+std::vector<Timing> time_back_to_back_interleaved(const std::vector<std::function<void(int)>>& fns,
+                                                  cudaStream_t stream, const std::vector<int>& calls,
+                                                  TimingOptions options);
 
 }  // namespace fastreduce::bench

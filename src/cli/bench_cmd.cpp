@@ -1,6 +1,6 @@
 // `fastreduce bench`: fastreduce, CUB DeviceReduce and thrust::reduce on the same data in the
-// same run, each timed back to back (CUDA events around a batch of calls, median batch),
-// inputs rotated among slices of an allocation larger than the L2.
+// same run, each timed back to back (CUDA events around a batch of calls, median batch), their
+// batches interleaved, inputs rotated among slices of an allocation larger than the L2.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -91,19 +91,23 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   A cub_value{};
   cudaMemcpy(&cub_value, d_out + 1, sizeof(A), cudaMemcpyDeviceToHost);
 
-  double cub_us = 0, thrust_us = 0;
-  {
-    auto call = [&](int i) {
-      std::size_t tb = cub_bytes;
-      bench::cub_reduce<T, Op>(temp, tb, slice(i), d_out + 1, n, 0);
-    };
-    cub_us = bench::time_back_to_back(call, 0, batch_calls(call, 0, 1000), {.warmup = 3, .repetitions = o.repetitions}).median_us;
-  }
-  if (!o.skip_thrust) {
-    auto call = [&](int i) { (void)bench::thrust_reduce<T, Op>(slice(i), n, 0); };
-    thrust_us = bench::time_back_to_back(call, 0, batch_calls(call, 0, 200), {.warmup = 2, .repetitions = o.repetitions}).median_us;
-  }
+  // The contenders, timed together with their batches interleaved (bench::time_back_to_back_interleaved).
+  std::vector<std::function<void(int)>> contenders;
+  std::vector<int> calls;
+  auto add_contender = [&](std::function<void(int)> call, int cap) {
+    calls.push_back(batch_calls(call, 0, cap));
+    contenders.push_back(std::move(call));
+  };
+  add_contender(
+      [&](int i) {
+        std::size_t tb = cub_bytes;
+        bench::cub_reduce<T, Op>(temp, tb, slice(i), d_out + 1, n, 0);
+      },
+      1000);
+  if (!o.skip_thrust) add_contender([&](int i) { (void)bench::thrust_reduce<T, Op>(slice(i), n, 0); }, 200);
+
   bool all_agree = true;
+  std::vector<bool> agrees;
   for (const auto& mode : o.modes) {
     const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
     cudaMemset(d_out, 0xA5, sizeof(A));
@@ -128,15 +132,24 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
                     op_name.c_str(), n, mode.c_str(), double(ours), double(cub_value));
     }
     all_agree = all_agree && agree;
-    auto call = [&](int i) {
-      std::size_t tb2 = temp_bytes;
-      reduce_async<T, Op>(temp, tb2, slice(i), d_out, n, Op{}, 0, opt);
-    };
-    const double ours_us =
-        bench::time_back_to_back(call, 0, batch_calls(call, 0, 1000), {.warmup = 3, .repetitions = o.repetitions}).median_us;
-    auto gbps = [&](double us) { return us > 0 ? bytes / (us * 1e-6) / 1e9 : 0.0; };
-    rows.push_back({type_name, op_name, mode, n, ours_us, cub_us, thrust_us, gbps(ours_us), gbps(cub_us),
-                    gbps(thrust_us), agree});
+    agrees.push_back(agree);
+    add_contender(
+        [&, opt](int i) {
+          std::size_t tb2 = temp_bytes;
+          reduce_async<T, Op>(temp, tb2, slice(i), d_out, n, Op{}, 0, opt);
+        },
+        1000);
+  }
+  const auto timings = bench::time_back_to_back_interleaved(contenders, 0, calls,
+                                                            {.warmup = 3, .repetitions = o.repetitions});
+  auto gbps = [&](double us) { return us > 0 ? bytes / (us * 1e-6) / 1e9 : 0.0; };
+  const double cub_us = timings[0].median_us;
+  const double thrust_us = o.skip_thrust ? 0.0 : timings[1].median_us;
+  const std::size_t first_mode = o.skip_thrust ? 1 : 2;
+  for (std::size_t m = 0; m < o.modes.size(); ++m) {
+    const double ours_us = timings[first_mode + m].median_us;
+    rows.push_back({type_name, op_name, o.modes[m], n, ours_us, cub_us, thrust_us, gbps(ours_us), gbps(cub_us),
+                    gbps(thrust_us), agrees[m]});
   }
   return all_agree;
 }
@@ -203,7 +216,7 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
   } else if (o.format == "csv") {
     table.print_csv(out);
   } else {
-    out << format("fastreduce bench on %s (%d SMs): per call, back to back, median of %d batches; inputs rotated "
+    out << format("fastreduce bench on %s (%d SMs): per call, back to back, median of %d batches interleaved; inputs rotated "
                   "beyond the %.0f MB L2\ndevice copy %.0f GB/s (read + write), theoretical %.0f GB/s; GB/s = bytes read / time\n\n",
                   device->name.c_str(), device->sms, o.repetitions, device->l2_bytes / 1e6, copy,
                   device->theoretical_gbps());

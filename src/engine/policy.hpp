@@ -28,15 +28,17 @@ struct BulkPolicy {
 //   instead of a cooperative one (H100, 2026-11-22, same run: 2^13 and 2^14 floats 3.84 and
 //   3.79 us against 4.47 and 4.42 us with 256-thread blocks; one block for 128 or 256 KB was no
 //   faster than several);
-// - up to 4 MB, 256 threads x 4 loads, a block per 1024 vectors: 2^20 floats 5.60 us, 1.92x CUB
-//   (1024-thread blocks: 5.88 us);
+// - up to 4 MB, 512 threads x 4 loads, a block per 2048 vectors: 2^20 floats 6.02-6.04 us on an
+//   H100 against 6.27-6.34 us with 256 threads x 4 (a block per 1024 vectors), 6.26-6.34 us with
+//   256 x 8 and 6.28-6.31 us with 512 x 2 (three runs each, 2026-11-22); on the H200 earlier,
+//   256 x 4 gave 5.60 us, 1.92x CUB, and 1024-thread blocks 5.88 us;
 // - up to 128 MB, 1024 threads x 4 loads: 2^22 8.80 us (1.18x), 2^24 20.35 us (1.05x), against
 //   9.99 and 21.91 us with 256 threads;
 // - from 128 MB, bulk copies of 4 x 32 KiB per 512-thread block: 2^28 236.1 us (1.02x CUB)
 //   against 238.2 us with 1024 x 4 loads.
 inline constexpr std::size_t kSm90TinyMaxBytes = std::size_t(64) << 10;
 inline constexpr FastPolicy kSm90Tiny{.threads = 1024, .unroll = 4, .vectors_per_block = unsigned(kSm90TinyMaxBytes / 16)};
-inline constexpr FastPolicy kSm90Small{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
+inline constexpr FastPolicy kSm90Small{.threads = 512, .unroll = 4, .vectors_per_block = 2048};
 inline constexpr FastPolicy kSm90Large{.threads = 1024, .unroll = 4, .vectors_per_block = 1024};
 inline constexpr BulkPolicy kSm90Bulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
 inline constexpr std::size_t kSm90SmallMaxBytes = std::size_t(4) << 20;

@@ -1,9 +1,13 @@
 // fastreduce::reduce / reduce_async: every type x op x edge size x alignment, fast mode.
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "baselines.hpp"
+#include "timing.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
 #include "reference/reference.hpp"
@@ -411,4 +415,28 @@ TEST(Engine, LargeInputsTakeTheBulkCopyPath) {
   ASSERT_EQ(fr::bench::fill_random(doubles.get(), nd + 1, fr::bench::fresh_seed(), fr::bench::Distribution::SmallIntegers), cudaSuccess);
   const auto hd = fr::bench::to_host(doubles.get(), nd + 1);
   EXPECT_EQ((run_async<double, fr::Sum>(doubles.get() + 1, nd)), static_cast<double>(fr::reference::compensated_sum(hd.data() + 1, nd)));
+}
+
+// The bench's interleaved timing: every contender gets its warm-up, then repetition r runs one
+// batch of each, starting with contender r % count, and each contender's calls count on from its
+// own previous call (so each rotates through its inputs as if timed alone).
+TEST(Bench, InterleavedTimingTakesTurnsAndKeepsEachContendersCallCount) {
+  FASTREDUCE_REQUIRE_GPU();
+  std::vector<std::pair<int, int>> log;  // (contender, call index), in the order of the calls
+  std::vector<std::function<void(int)>> fns;
+  for (int k = 0; k < 3; ++k) fns.push_back([&log, k](int i) { log.emplace_back(k, i); });
+  const std::vector<int> calls{2, 1, 3};
+  const auto timings = fr::bench::time_back_to_back_interleaved(fns, 0, calls, {.warmup = 1, .repetitions = 4});
+  ASSERT_EQ(timings.size(), 3u);
+  std::vector<std::pair<int, int>> expected;
+  std::vector<int> next(3, 0);
+  for (int k = 0; k < 3; ++k) expected.emplace_back(k, next[k]++);
+  for (int r = 0; r < 4; ++r) {
+    for (int j = 0; j < 3; ++j) {
+      const int k = (r + j) % 3;
+      for (int c = 0; c < calls[k]; ++c) expected.emplace_back(k, next[k]++);
+    }
+  }
+  EXPECT_EQ(log, expected);
+  for (const auto& t : timings) EXPECT_LE(t.min_us, t.median_us);
 }
