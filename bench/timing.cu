@@ -73,18 +73,21 @@ std::vector<Timing> time_back_to_back_interleaved(const std::vector<std::functio
                                                   cudaStream_t stream, const std::vector<int>& calls,
                                                   TimingOptions options) {
   const std::size_t count = fns.size();
-  std::vector<int> next(count, 0);  // each contender's call counter, for rotating inputs
+  int call = 0;  // one counter for all: every call reads the input least recently read
   for (std::size_t k = 0; k < count; ++k) {
-    for (int i = 0; i < options.warmup; ++i) fns[k](next[k]++);
+    for (int i = 0; i < options.warmup; ++i) fns[k](call++);
   }
   cudaStreamSynchronize(stream);
   EventPair events;
   std::vector<std::vector<double>> samples(count);
   for (int r = 0; r < options.repetitions; ++r) {
+    // Rotated, and reversed every other round of rotations: each contender follows each other
+    // one equally often.
+    const bool reversed = (std::size_t(r) / count) % 2 == 1;
     for (std::size_t j = 0; j < count; ++j) {
-      const std::size_t k = (std::size_t(r) + j) % count;
+      const std::size_t k = (std::size_t(r) + (reversed ? count - 1 - j : j)) % count;
       cudaEventRecord(events.start, stream);
-      for (int i = 0; i < calls[k]; ++i) fns[k](next[k]++);
+      for (int i = 0; i < calls[k]; ++i) fns[k](call++);
       cudaEventRecord(events.stop, stream);
       samples[k].push_back(events.elapsed_us() / calls[k]);
     }

@@ -31,8 +31,9 @@ Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream
                          TimingOptions options);
 
 // Several contenders timed like time_back_to_back, with their batches interleaved: repetition r
-// runs one batch of each, starting with contender r % count, so that a slow spell of the host or
-// the GPU falls on all of them alike. calls[k] is contender k's batch length.
+// runs one batch of each, starting with contender r % count (in reverse order every other round
+// of `count` repetitions), so that a slow spell of the host or the GPU falls on all of them alike.
+// calls[k] is contender k's batch length; the call index counts over all contenders' calls.
 std::vector<Timing> time_back_to_back_interleaved(const std::vector<std::function<void(int)>>& fns,
                                                   cudaStream_t stream, const std::vector<int>& calls,
                                                   TimingOptions options);

@@ -22,8 +22,9 @@ struct BulkPolicy {
   unsigned stage_bytes;  // bytes per copy
 };
 
-// Hopper (sm_90), chosen with scripts/probe/engine_variants.cu on an H200 (float sum, back to
-// back, against CUB in the same run; 2026-11-22):
+// Hopper (sm_90), chosen by measurement (float sum, back to back, against CUB or the other
+// candidates in the same run; 2026-11-22), with scripts/probe/engine_variants.cu on an H200 or
+// builds of the candidates benched side by side on an H100, as each entry says:
 // - up to 64 KB, one block of 1024 threads x 4 loads: one round of loads, and an ordinary launch
 //   instead of a cooperative one (H100, 2026-11-22, same run: 2^13 and 2^14 floats 3.84 and
 //   3.79 us against 4.47 and 4.42 us with 256-thread blocks; one block for 128 or 256 KB was no

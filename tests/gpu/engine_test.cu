@@ -1,12 +1,14 @@
 // fastreduce::reduce / reduce_async: every type x op x edge size x alignment, fast mode.
 #include <cmath>
 #include <limits>
+#include <chrono>
 #include <functional>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "baselines.hpp"
+#include "engine/policy.hpp"
 #include "timing.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
@@ -70,14 +72,14 @@ void expect_matches(const std::vector<T>& host, std::size_t offset, std::size_t 
 }
 
 template <class T, class Op>
-void check_engine() {
+void check_engine(const std::vector<std::size_t>& sizes = edge_sizes()) {
   FASTREDUCE_REQUIRE_GPU();
   // Every element offset from a 16-byte boundary: heads of 0 to 16/sizeof(T) - 1 elements.
   std::vector<std::size_t> offsets;
   for (std::size_t o = 0; o < 16 / sizeof(T); ++o) {
     if (!quick() || o == 0 || o == 1 || o + 1 == 16 / sizeof(T)) offsets.push_back(o);
   }
-  for (std::size_t n : edge_sizes()) {
+  for (std::size_t n : sizes) {
     for (std::size_t offset : offsets) {
       const std::size_t total = n + offset;
       DeviceBuffer<T> in(total);
@@ -417,26 +419,58 @@ TEST(Engine, LargeInputsTakeTheBulkCopyPath) {
   EXPECT_EQ((run_async<double, fr::Sum>(doubles.get() + 1, nd)), static_cast<double>(fr::reference::compensated_sum(hd.data() + 1, nd)));
 }
 
+// Either side of the sizes where the fast path changes policy (one block up to 64 KB, small
+// blocks up to 4 MB), at every offset from a 16-byte boundary.
+template <class T>
+std::vector<std::size_t> policy_boundaries() {
+  std::vector<std::size_t> sizes;
+  for (std::size_t bytes : {fr::engine::kSm90TinyMaxBytes, fr::engine::kSm90SmallMaxBytes}) {
+    const std::size_t n = bytes / sizeof(T);
+    for (std::size_t m : {n - 1, n, n + 1, n + 16 / sizeof(T)}) sizes.push_back(m);
+  }
+  return sizes;
+}
+
+TEST(Engine, PolicyBoundaries) {
+  check_engine<float, fr::Sum>(policy_boundaries<float>());
+  check_engine<double, fr::Max>(policy_boundaries<double>());
+  check_engine<std::int32_t, fr::Sum>(policy_boundaries<std::int32_t>());
+  check_engine<__nv_bfloat16, fr::Sum>(policy_boundaries<__nv_bfloat16>());
+}
+
 // The bench's interleaved timing: every contender gets its warm-up, then repetition r runs one
-// batch of each, starting with contender r % count, and each contender's calls count on from its
-// own previous call (so each rotates through its inputs as if timed alone).
-TEST(Bench, InterleavedTimingTakesTurnsAndKeepsEachContendersCallCount) {
+// batch of each, rotated by r and reversed every other round; the call index counts on over all
+// calls; and each contender's time is its own (one that spins on the host is the slowest).
+TEST(Bench, InterleavedTimingTakesTurnsAndKeepsEachContendersTime) {
   FASTREDUCE_REQUIRE_GPU();
   std::vector<std::pair<int, int>> log;  // (contender, call index), in the order of the calls
   std::vector<std::function<void(int)>> fns;
-  for (int k = 0; k < 3; ++k) fns.push_back([&log, k](int i) { log.emplace_back(k, i); });
+  for (int k = 0; k < 3; ++k) {
+    fns.push_back([&log, k](int i) {
+      log.emplace_back(k, i);
+      if (k == 1) {  // about 200 us of host time per call, between the batch's two events
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+    });
+  }
   const std::vector<int> calls{2, 1, 3};
-  const auto timings = fr::bench::time_back_to_back_interleaved(fns, 0, calls, {.warmup = 1, .repetitions = 4});
+  const int repetitions = 7;
+  const auto timings = fr::bench::time_back_to_back_interleaved(fns, 0, calls, {.warmup = 1, .repetitions = repetitions});
   ASSERT_EQ(timings.size(), 3u);
   std::vector<std::pair<int, int>> expected;
-  std::vector<int> next(3, 0);
-  for (int k = 0; k < 3; ++k) expected.emplace_back(k, next[k]++);
-  for (int r = 0; r < 4; ++r) {
+  int call = 0;
+  for (int k = 0; k < 3; ++k) expected.emplace_back(k, call++);
+  for (int r = 0; r < repetitions; ++r) {
+    const bool reversed = (r / 3) % 2 == 1;
     for (int j = 0; j < 3; ++j) {
-      const int k = (r + j) % 3;
-      for (int c = 0; c < calls[k]; ++c) expected.emplace_back(k, next[k]++);
+      const int k = (r + (reversed ? 2 - j : j)) % 3;
+      for (int c = 0; c < calls[k]; ++c) expected.emplace_back(k, call++);
     }
   }
   EXPECT_EQ(log, expected);
-  for (const auto& t : timings) EXPECT_LE(t.min_us, t.median_us);
+  EXPECT_GE(timings[1].median_us, 150.0);
+  EXPECT_LT(timings[0].median_us, timings[1].median_us / 2);
+  EXPECT_LT(timings[2].median_us, timings[1].median_us / 2);
 }
