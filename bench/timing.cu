@@ -52,23 +52,6 @@ Timing time_each(const std::function<void(int)>& fn, cudaStream_t stream, Timing
   return summarize(std::move(samples));
 }
 
-Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream, int calls,
-                         TimingOptions options) {
-  int call = 0;
-  for (int i = 0; i < options.warmup; ++i) fn(call++);
-  cudaStreamSynchronize(stream);
-  EventPair events;
-  std::vector<double> samples;
-  samples.reserve(options.repetitions);
-  for (int r = 0; r < options.repetitions; ++r) {
-    cudaEventRecord(events.start, stream);
-    for (int i = 0; i < calls; ++i) fn(call++);
-    cudaEventRecord(events.stop, stream);
-    samples.push_back(events.elapsed_us() / calls);
-  }
-  return summarize(std::move(samples));
-}
-
 std::vector<Timing> time_back_to_back_interleaved(const std::vector<std::function<void(int)>>& fns,
                                                   cudaStream_t stream, const std::vector<int>& calls,
                                                   TimingOptions options) {

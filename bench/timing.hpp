@@ -24,16 +24,13 @@ struct Timing {
 // rotating among inputs).
 Timing time_each(const std::function<void(int)>& fn, cudaStream_t stream, TimingOptions options);
 
-// Times `calls` back-to-back calls of fn(i) between two events and divides: the cost of a call
-// when a program issues many (launch overhead included, as users see it). Repeated
-// options.repetitions times; the median batch counts.
-Timing time_back_to_back(const std::function<void(int)>& fn, cudaStream_t stream, int calls,
-                         TimingOptions options);
-
-// Several contenders timed like time_back_to_back, with their batches interleaved: repetition r
-// runs one batch of each, starting with contender r % count (in reverse order every other round
-// of `count` repetitions), so that a slow spell of the host or the GPU falls on all of them alike.
-// calls[k] is contender k's batch length; the call index counts over all contenders' calls.
+// Times contenders back to back: a batch of calls[k] calls of fns[k](i) between two events,
+// divided by calls[k], is the cost of a call when a program issues many (launch overhead
+// included, as users see it). The batches are interleaved: repetition r runs one batch of each,
+// starting with contender r % count (in reverse order every other round of `count`
+// repetitions), so that a slow spell of the host or the GPU falls on all of them alike. The call
+// index i counts over all contenders' calls. Per contender, the median of options.repetitions
+// batches counts.
 std::vector<Timing> time_back_to_back_interleaved(const std::vector<std::function<void(int)>>& fns,
                                                   cudaStream_t stream, const std::vector<int>& calls,
                                                   TimingOptions options);

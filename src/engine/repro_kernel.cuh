@@ -318,9 +318,9 @@ __device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool n
   return negative ? -r : r;
 }
 
-// What a block stores for the grid: its limbs, a word of special-value flags and a zero word.
+// What a block stores for the grid: its limbs and a word of special-value flags.
 template <class A>
-inline constexpr unsigned kReproBlockWords = ExactSum<A>::kLimbs + 2;
+inline constexpr unsigned kReproBlockWords = ExactSum<A>::kLimbs + 1;
 
 // Shared memory of the finish: a row of limbs per warp, and each warp's special-value flags.
 template <class A>
@@ -358,7 +358,6 @@ __device__ __forceinline__ void finish_exact(const ExactSum<A>& exact, FinishSha
 #pragma unroll
     for (unsigned w = 0; w < kWarps; ++w) special |= shared.special[w];
     mine[W] = special;
-    mine[W + 1] = 0;
   }
   if (gridDim.x > 1) cooperative_groups::this_grid().sync();  // every block's limbs written and visible
   else __syncthreads();

@@ -79,20 +79,20 @@ TEST(EnginePlan, BulkStagesCoverTheBodyAndTheTailFollows) {
 }
 
 TEST(EnginePlan, ReproducibleTilesDependOnNAlone) {
-  const auto a = eng::plan_reproducible(std::size_t(1) << 24, 132, 8, 0, 34);
-  const auto b = eng::plan_reproducible(std::size_t(1) << 24, 114, 4, 7, 34);
+  const auto a = eng::plan_reproducible(std::size_t(1) << 24, 132, 8, 0, 33);
+  const auto b = eng::plan_reproducible(std::size_t(1) << 24, 114, 4, 7, 33);
   EXPECT_EQ(a.tiles, (std::size_t(1) << 24) / eng::kReproTile);
   EXPECT_EQ(a.tiles, b.tiles);
   EXPECT_EQ(a.grid, 132u * 8u);
   EXPECT_EQ(b.grid, 7u);
-  // One accumulator (limbs, a flags word and a pad word, 8 bytes each) per block.
-  EXPECT_EQ(a.temp_bytes, a.grid * 34u * 8u);
-  EXPECT_EQ(b.temp_bytes, 7u * 34u * 8u);
-  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 98).tiles, 0u);
-  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 98).grid, 1u);
-  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 98).temp_bytes, 98u * 8u);
-  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 34).tiles, 2u);
-  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 34).grid, 2u);
+  // One accumulator (limbs and a flags word, 8 bytes each) per block.
+  EXPECT_EQ(a.temp_bytes, a.grid * 33u * 8u);
+  EXPECT_EQ(b.temp_bytes, 7u * 33u * 8u);
+  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 97).tiles, 0u);
+  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 97).grid, 1u);
+  EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 97).temp_bytes, 97u * 8u);
+  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 33).tiles, 2u);
+  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 33).grid, 2u);
 }
 
 TEST(EngineArguments, NullPointersAndSmallTempAreRejectedInOrder) {

@@ -213,7 +213,7 @@ TEST(Reproducible, MoreThan2To42ElementsAreRefusedAndNothingIsWritten) {
 }
 
 // The block layout the size query counts (tests/cpu/plan_test.cpp uses these numbers).
-static_assert(fr::engine::kReproBlockWords<float> == 34 && fr::engine::kReproBlockWords<double> == 98);
+static_assert(fr::engine::kReproBlockWords<float> == 33 && fr::engine::kReproBlockWords<double> == 97);
 
 // Thousands of tiles, each holding one value (so each tile partial is that value, exactly), of
 // both signs and many magnitudes: every carry and borrow between limbs is exercised, and the
