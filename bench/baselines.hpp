@@ -4,7 +4,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "fastreduce/fastreduce.cuh"
 
@@ -20,5 +22,19 @@ cudaError_t cub_reduce(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc
 // thrust::reduce on `stream` (it synchronises and returns the value to the host).
 template <class T, class Op>
 acc_t<T, Op> thrust_reduce(const T* d_in, std::size_t n, cudaStream_t stream);
+
+// Temporary storage that serves CUB and fastreduce with each of `options` on n elements: one
+// buffer the contenders of a measurement share.
+template <class T, class Op>
+std::size_t shared_temp_bytes(std::size_t n, const std::vector<Options>& options) {
+  std::size_t bytes = 0;
+  cub_reduce<T, Op>(nullptr, bytes, nullptr, nullptr, n, 0);
+  for (const Options& opt : options) {
+    std::size_t ours = 0;
+    reduce_async<T, Op>(nullptr, ours, nullptr, nullptr, n, Op{}, 0, opt);
+    bytes = std::max(bytes, ours);
+  }
+  return bytes;
+}
 
 }  // namespace fastreduce::bench

@@ -72,13 +72,7 @@ std::string hex(T value) {
 template <class T>
 int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, std::ostream& out, std::ostream& err) {
   const std::size_t n = o.n;
-  std::size_t temp_bytes = 0, b = 0;
-  reduce_async<T, Sum>(nullptr, b, nullptr, nullptr, n, Sum{}, 0, {.mode = Mode::Reproducible});
-  temp_bytes = std::max(temp_bytes, b);
-  reduce_async<T, Sum>(nullptr, b, nullptr, nullptr, n, Sum{}, 0, {});
-  temp_bytes = std::max(temp_bytes, b);
-  bench::cub_reduce<T, Sum>(nullptr, b, nullptr, nullptr, n, 0);
-  temp_bytes = std::max(temp_bytes, b);
+  const std::size_t temp_bytes = bench::shared_temp_bytes<T, Sum>(n, {{.mode = Mode::Reproducible}, {}});
   bench::DeviceArray<T> in_memory(n);
   bench::DeviceArray<T> out_memory(1);
   bench::DeviceArray<unsigned char> temp_memory(temp_bytes);

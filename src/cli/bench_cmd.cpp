@@ -57,17 +57,9 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   std::size_t slices = std::max<std::size_t>(1, (3 * device.l2_bytes) / std::max<std::size_t>(bytes, 1));
   slices = std::min<std::size_t>(slices, 4096);
   while (slices > 1 && slices * stride * sizeof(T) > free_bytes / 3) --slices;
-  std::size_t temp_bytes = 0;
-  std::size_t cub_bytes = 0;
-  std::size_t ours_bytes = 0;
-  for (const auto& mode : o.modes) {
-    std::size_t b = 0;
-    Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
-    reduce_async<T, Op>(nullptr, b, nullptr, nullptr, n, Op{}, 0, opt);
-    ours_bytes = std::max(ours_bytes, b);
-  }
-  bench::cub_reduce<T, Op>(nullptr, cub_bytes, nullptr, nullptr, n, 0);
-  temp_bytes = std::max(ours_bytes, cub_bytes);
+  std::vector<Options> mode_options;  // o.modes[m] as fastreduce options
+  for (const auto& mode : o.modes) mode_options.push_back({.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast});
+  const std::size_t temp_bytes = bench::shared_temp_bytes<T, Op>(n, mode_options);
   bench::DeviceArray<T> arena_memory(slices * stride);
   bench::DeviceArray<A> out_memory(2);
   bench::DeviceArray<unsigned char> temp_memory(temp_bytes);
@@ -86,7 +78,7 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   auto slice = [&](int call) { return arena + (std::size_t(call) % slices) * stride; };
 
   // CUB's result on slice 0: what ours must agree with.
-  std::size_t b = cub_bytes;
+  std::size_t b = temp_bytes;
   bench::cub_reduce<T, Op>(temp, b, arena, d_out + 1, n, 0);
   A cub_value{};
   cudaMemcpy(&cub_value, d_out + 1, sizeof(A), cudaMemcpyDeviceToHost);
@@ -100,7 +92,7 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   };
   add_contender(
       [&](int i) {
-        std::size_t tb = cub_bytes;
+        std::size_t tb = temp_bytes;
         bench::cub_reduce<T, Op>(temp, tb, slice(i), d_out + 1, n, 0);
       },
       1000);
@@ -109,8 +101,9 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   bool all_agree = true, all_ran = true;
   std::vector<std::string> timed_modes;
   std::vector<bool> agrees;
-  for (const auto& mode : o.modes) {
-    const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
+  for (std::size_t m = 0; m < o.modes.size(); ++m) {
+    const std::string& mode = o.modes[m];
+    const Options opt = mode_options[m];
     cudaMemset(d_out, 0xA5, sizeof(A));
     std::size_t tb = temp_bytes;
     cudaError_t status = reduce_async<T, Op>(temp, tb, arena, d_out, n, Op{}, 0, opt);
