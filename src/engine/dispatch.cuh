@@ -116,7 +116,7 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_
       }
       if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
       if (n >= kReproMaxElements) {
-        if (message != nullptr) *message = "Mode::Reproducible sums at most 2^42 elements";
+        if (message != nullptr) *message = "Mode::Reproducible sums at most 2^40 elements";
         return cudaErrorNotSupported;
       }
       const bool aligned = reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0;

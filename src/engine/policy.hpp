@@ -51,7 +51,10 @@ inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
 inline constexpr unsigned kReproThreads = 256;       // 8 warps per block
 inline constexpr std::size_t kReproTile = 4096;      // elements summed by one warp, in a fixed order
 inline constexpr unsigned kReproLoadBatch = 16;      // 16-byte loads per lane in flight (two batches in registers)
-// The exact accumulator's 64-bit limbs take up to 2^31 additions of 32-bit pieces: two per tile.
-inline constexpr std::size_t kReproMaxElements = std::size_t(1) << 42;
+
+// The exact accumulators' 64-bit limbs must not overflow: a warp adds two 32-bit pieces per
+// lane and tile into each limb (64 per tile), and at most 2^25 tiles (2^40 elements over the
+// 8 warps of one block) keep that below 2^63. Rows carried per warp add up safely after that.
+inline constexpr std::size_t kReproMaxElements = std::size_t(1) << 40;
 
 }  // namespace fastreduce::engine

@@ -2,22 +2,25 @@
 //
 // What decides the result depends on the data's length alone, never on the launch:
 //   1. the input is cut into tiles of kReproTile elements; one warp sums a tile, lane l taking
-//      the 16-byte vectors l, l + 32, l + 64, ... of the tile, element by element, in order;
-//   2. the 32 lane partials combine in a fixed xor-butterfly into the tile's partial, a
-//      double-double (hi, lo);
-//   3. hi and lo of every tile are added *exactly* into a fixed-point accumulator (ExactSum:
-//      32-bit limbs held in 64-bit integers), per warp, then per block, then over the grid.
-//      Integer addition is associative, so which warp, block or SM sums a tile and in what
-//      order the accumulators meet cannot change a bit: the result is the exact sum of the tile
-//      partials, rounded once to the result type.
+//      the 16-byte vectors l, l + 32, l + 64, ... of the tile, element by element, in order,
+//      into two accumulators (even and odd elements);
+//   2. float-valued sums (float, half, bfloat16 inputs): each lane's partial of the tile (its
+//      float sum and the double sum of its rounding errors) is added *exactly* into the lane's
+//      own fixed-point accumulator in shared memory. Double sums: the 32 lane partials combine
+//      in a fixed xor-butterfly into the tile's double-double partial, whose two halves are
+//      added exactly into the warp's fixed-point accumulator;
+//   3. the fixed-point accumulators (ExactSum: 32-bit limbs held in 64-bit integers) add up per
+//      warp, then per block, then over the grid. Integer addition is associative, so which warp,
+//      block or SM sums a tile and in what order the accumulators meet cannot change a bit: the
+//      result is the exact sum of the lane (float) or tile (double) partials, rounded once.
 // Which block or warp sums a tile changes with the GPU and max_blocks; the arithmetic does not.
 //
 // Elements enter a lane's sum through TwoSum (exact rounding errors kept: see FloatLane and
-// DoubleLane), and lane partials combine as normalised double-doubles. Only correctly rounded
-// additions are used (nothing for the compiler to contract into FMAs), which every CUDA GPU
-// implements identically. Infinities and NaN are tracked apart from the finite sum and give the
-// IEEE result. (A float lane sum can overflow to infinity where the exact sum of its 128
-// elements would not: inputs near the float limit, 3.4e38, are not supported.)
+// DoubleLane). Only correctly rounded additions are used (nothing for the compiler to contract
+// into FMAs), which every CUDA GPU implements identically. Infinities and NaN are tracked apart
+// from the finite sum and give the IEEE result. (A float lane sum can overflow to infinity where
+// the exact sum of its 128 elements would not: inputs near the float limit, 3.4e38, are not
+// supported.)
 #pragma once
 
 #include <cooperative_groups.h>
@@ -92,10 +95,6 @@ struct FloatLane {
     error = __dadd_rn(error, static_cast<double>(e));
     sum = t;
   }
-  __device__ __forceinline__ DoubleDouble total() const {
-    if (!isfinite(sum)) return {static_cast<double>(sum), 0.0};
-    return dd_add({static_cast<double>(sum), 0.0}, {error, 0.0});
-  }
 };
 
 // A lane's running sum of doubles: TwoSum in double, errors in lo.
@@ -150,10 +149,11 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
 
 // The exact accumulator. Limb j counts units of 2^(kLowBit + 32 j); 32 * kWordsPerLane limbs
 // are spread over the warp's lanes (limb j on lane j % 32), each in a signed 64-bit integer so
-// that 2^31 additions of 32-bit pieces cannot overflow it. Every finite tile partial
-// of a float-valued sum is a multiple of 2^-149 (it is made of float values and their exact
-// rounding errors) and below 2^141; of a double sum, a multiple of 2^-1074 below 2^1037. The
-// limbs reach 2^875 and 2^1998: room for any sum of such partials.
+// that 2^31 additions of 32-bit pieces cannot overflow it. Every finite partial of a
+// float-valued sum (a lane's float sum or its double sum of errors) is a multiple of 2^-149 (it
+// is made of float values and their exact rounding errors) and below 2^128; every tile partial
+// of a double sum, a multiple of 2^-1074 below 2^1037. The limbs reach 2^875 and 2^1998: room
+// for any sum of such partials.
 template <class A>
 struct ExactFormat;
 template <>
@@ -207,14 +207,101 @@ struct ExactSum {
   }
 };
 
+// Float-valued sums: every lane keeps its own exact accumulator in shared memory, so that a
+// tile's lane partials need no butterfly (five levels of shuffles and dependent double-double
+// additions: about a microsecond per tile on an H100, which the last tile of every warp could not
+// hide). Each lane adds its tile partial, a float sum s and a double error e, exactly into limbs
+// of its own, with a few integer instructions and no exchange.
+// Limb q of a lane counts units of 2^(kLowBit + 32 q), the grid of ExactSum<float>, and lives in
+// column `lane` of row q (bank-conflict free). Both s and e are whole multiples of 2^-149 below
+// 2^128, so their bits land in limbs 0 .. kLaneLimbs - 1; sums and errors have rows of their own,
+// so a tile's two additions touch different words.
+inline constexpr unsigned kLaneLimbs = 9;  // bits 2^-149 .. 2^139
+
+struct LaneLimbs {
+  long long sums[kLaneLimbs][32];
+  long long errors[kLaneLimbs][32];
+};
+
+struct LaneExact {
+  static constexpr int kLowBit = ExactFormat<float>::kLowBit;
+  LaneLimbs& limbs;
+  unsigned lane;
+  unsigned special = 0;  // kPlusInf | kMinusInf | kNaN seen
+
+  __device__ __forceinline__ LaneExact(LaneLimbs& l, unsigned lane_index) : limbs(l), lane(lane_index) {
+#pragma unroll
+    for (unsigned q = 0; q < kLaneLimbs; ++q) limbs.sums[q][lane] = limbs.errors[q][lane] = 0;
+  }
+  // Adds a tile's lane partial: the float sum s and the double sum e of its rounding errors.
+  __device__ __forceinline__ void add(float s, double e) {
+    const unsigned bits = __float_as_uint(s);
+    const unsigned exponent = (bits >> 23) & 0xFF;
+    if (exponent == 0xFF) {  // the lane sum overflowed or saw infinity or NaN: e is meaningless
+      special |= (bits & 0x7FFFFF) != 0 ? kNaN : (bits >> 31) ? kMinusInf : kPlusInf;
+      return;
+    }
+    // s = mantissa * 2^(kLowBit + position)
+    const unsigned mantissa = exponent != 0 ? (bits & 0x7FFFFF) | 0x800000 : bits & 0x7FFFFF;
+    add_bits(limbs.sums, mantissa, exponent != 0 ? int(exponent) - 1 : 0, (bits >> 31) != 0);
+    const unsigned long long ebits = static_cast<unsigned long long>(__double_as_longlong(e));
+    const int eexp = static_cast<int>((ebits >> 52) & 0x7FF);
+    unsigned long long emant = ebits & ((1ull << 52) - 1);
+    if (eexp != 0) emant |= 1ull << 52;
+    int position = (eexp != 0 ? eexp - 1075 : -1074) - kLowBit;
+    if (position < 0) {  // e is a multiple of 2^-149: the mantissa's bits under it are zero
+      emant = -position < 64 ? emant >> -position : 0;
+      position = 0;
+    }
+    add_bits(limbs.errors, emant, position, (ebits >> 63) != 0);
+  }
+  // The warp's limbs in ExactSum's layout (limb q on lane q). Three lanes add up each row
+  // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
+  // k, so no two lanes share a bank), then lane q takes the three partial sums.
+  __device__ __forceinline__ void into(ExactSum<float>& exact) const {
+    static_assert(3 * kLaneLimbs <= 32);
+    __syncwarp();  // every lane's last additions are visible
+    const unsigned row = lane / 3;
+    long long part = 0;
+    if (row < kLaneLimbs) {
+#pragma unroll
+      for (unsigned k = 0; k < 11; ++k) {
+        if (lane % 3 == 2 && k == 10) break;  // 11 + 11 + 10 columns
+        const unsigned column = (lane + 3 * k) % 32;
+        part += limbs.sums[row][column] + limbs.errors[row][column];
+      }
+    }
+    part += __shfl_down_sync(primitives::kFullMask, part, 1) + __shfl_down_sync(primitives::kFullMask, part, 2);
+    const long long total = __shfl_sync(primitives::kFullMask, part, 3 * lane % 32);
+    exact.limb[0] = lane < kLaneLimbs ? total : 0;
+    exact.special = __reduce_or_sync(primitives::kFullMask, special);
+  }
+
+ private:
+  // Adds +-mantissa * 2^(kLowBit + position) (mantissa below 2^53, position >= 0) to this lane's
+  // limbs: the 32-bit pieces of mantissa << (position % 32) go into limbs position / 32 and up.
+  __device__ __forceinline__ void add_bits(long long (&row)[kLaneLimbs][32], unsigned long long mantissa,
+                                           int position, bool negative) {
+    const unsigned q = static_cast<unsigned>(position) / 32;
+    const unsigned r = static_cast<unsigned>(position) % 32;
+    const unsigned long long low = mantissa << r;
+    const unsigned long long high = r != 0 ? mantissa >> (64 - r) : 0;  // below 2^20
+    const long long pieces[3] = {static_cast<long long>(low & 0xFFFFFFFFull), static_cast<long long>(low >> 32),
+                                 static_cast<long long>(high)};
+#pragma unroll
+    for (unsigned i = 0; i < 3; ++i) {
+      if (q + i < kLaneLimbs) row[q + i][lane] += negative ? -pieces[i] : pieces[i];
+    }
+  }
+};
+
 // A warp sums its tiles (first, first + step, ...) one after the other; lane l owns vectors
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
-// (of this tile or the next) are in flight while the current batch is added. Each tile's
-// partial goes into the warp's exact accumulator.
-template <class T>
+// (of this tile or the next) are in flight while the current batch is added. After each tile,
+// add_tile(lanes) takes the lane's two accumulators.
+template <class T, class AddTile>
 __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
-                                          std::size_t step, bool aligned, unsigned lane,
-                                          ExactSum<acc_t<T, Sum>>& exact) {
+                                          std::size_t step, bool aligned, unsigned lane, AddTile&& add_tile) {
   constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / kBatch<T>;
   static_assert(batches * kBatch<T> * 32 * kVecElems<T> == kReproTile);
   if (first >= tiles) return;
@@ -232,8 +319,18 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
 #pragma unroll
       for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
     }
-    exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
+    add_tile(lanes);
   }
+}
+
+// Brings a warp's limbs (limb j on lane j) within [-1, 2^32] below the top one, without
+// changing their value: two rounds of passing each limb's bits above 32 to the next lane. The
+// block and grid sums then add at most one such row per warp, whatever the length of the input.
+__device__ __forceinline__ long long carry_once(long long limb, unsigned lane) {
+  const long long carry = limb >> 32;  // arithmetic shift: floor division by 2^32
+  const long long from_below = __shfl_up_sync(primitives::kFullMask, carry, 1);
+  if (lane == 31) return limb + from_below;  // the top limb keeps its sign and everything above
+  return (limb & 0xFFFFFFFFll) + (lane != 0 ? from_below : 0);
 }
 
 // Carries every limb's bits above 32 into the next one, bottom to top, in place (one thread):
@@ -428,8 +525,25 @@ __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, a
   const unsigned warp = threadIdx.x / 32;
   ExactSum<A> exact;
   // Tiles go round the blocks first, so a small input still spreads over many SMs.
-  sum_tiles(args.in, args.n, args.tiles, blockIdx.x + std::size_t(warp) * gridDim.x,
-            std::size_t(gridDim.x) * warps, args.aligned, lane, exact);
+  const std::size_t first = blockIdx.x + std::size_t(warp) * gridDim.x;
+  const std::size_t step = std::size_t(gridDim.x) * warps;
+  if constexpr (std::is_same_v<A, float>) {
+    __shared__ LaneLimbs lane_limbs[warps];
+    LaneExact lane_exact(lane_limbs[warp], lane);
+    sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](FloatLane (&lanes)[2]) {
+      // The lane's partial: its two float sums added with TwoSum, the error joining the others.
+      const float s = __fadd_rn(lanes[0].sum, lanes[1].sum);
+      const float z = __fsub_rn(s, lanes[0].sum);
+      const float e = __fadd_rn(__fsub_rn(lanes[0].sum, __fsub_rn(s, z)), __fsub_rn(lanes[1].sum, z));
+      lane_exact.add(s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), static_cast<double>(e)));
+    });
+    lane_exact.into(exact);
+    exact.limb[0] = carry_once(carry_once(exact.limb[0], lane), lane);
+  } else {
+    sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](DoubleLane (&lanes)[2]) {
+      exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
+    });
+  }
   finish_exact<A>(exact, shared, args.blocks, args.out);
 }
 

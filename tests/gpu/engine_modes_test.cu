@@ -188,11 +188,37 @@ TEST(Reproducible, DoubleTilePartialsAreRoundedOnce) {
                                          std::numeric_limits<double>::quiet_NaN());
 }
 
-// The exact accumulator holds up to 2^42 elements' partials: beyond that the call is refused
-// with the documented error, before anything is launched or written.
-TEST(Reproducible, MoreThan2To42ElementsAreRefusedAndNothingIsWritten) {
+// Float-valued sums add every lane's partial exactly (no rounding between lanes): values in
+// one tile, each in a lane of its own, give the correctly rounded sum. (A double-double combine
+// of the lanes would drop the 2^-100 below 2^-24 and round the tie to even: 1.0.)
+template <class T>
+void check_rounds_once_across_lanes(const std::vector<float>& values, float expected) {
+  const std::size_t n = 4096 + 3;
+  std::vector<T> host(n, T(0.0f));
+  for (std::size_t i = 0; i < values.size(); ++i) host[4 * (5 * i + 1)] = T(values[i]);  // lanes 1, 6, 11, ...
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  for (unsigned max_blocks : {0u, 1u}) {
+    const float got = repro_sum(in.get(), n, max_blocks);
+    EXPECT_TRUE(same_bits(got, expected)) << "got " << std::hexfloat << got << " expected " << expected;
+  }
+}
+
+TEST(Reproducible, FloatLanePartialsAreRoundedOnce) {
   FASTREDUCE_REQUIRE_GPU();
-  const std::size_t n = std::size_t(1) << 42;  // never read: the call must stop before the launch
+  const float one_up = std::nextafter(1.0f, 2.0f);
+  check_rounds_once_across_lanes<float>({1.0f, 0x1p-24f, 0x1p-100f}, one_up);
+  check_rounds_once_across_lanes<float>({0x1p-100f, 0x1p-24f, 1.0f}, one_up);
+  check_rounds_once_across_lanes<float>({-1.0f, -0x1p-24f, -0x1p-100f}, -one_up);
+  check_rounds_once_across_lanes<float>({1.0f, 0x1p-24f}, 1.0f);  // the tie itself: to even
+  check_rounds_once_across_lanes<__nv_bfloat16>({1.0f, 0x1p-24f, 0x1p-100f}, one_up);
+}
+
+// The exact accumulators hold up to 2^40 elements' partials: beyond that the call is refused
+// with the documented error, before anything is launched or written.
+TEST(Reproducible, MoreThan2To40ElementsAreRefusedAndNothingIsWritten) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = std::size_t(1) << 40;  // never read: the call must stop before the launch
   const fr::Options opt{.mode = fr::Mode::Reproducible};
   DeviceBuffer<float> in(16), out(1);
   std::size_t bytes = 0;
@@ -208,7 +234,7 @@ TEST(Reproducible, MoreThan2To42ElementsAreRefusedAndNothingIsWritten) {
     (void)fr::reduce(in.get(), n, fr::Sum{}, opt);
     ADD_FAILURE() << "no exception";
   } catch (const fr::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("2^42"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2^40"), std::string::npos) << e.what();
   }
 }
 
