@@ -4,7 +4,8 @@
 // the first block's start: when 25/50/75/90/100% of the tiles were summed, when each warp's last
 // tile arrived and was added, when the blocks reached the grid barrier, and the steps of block 0's
 // finish. Variants of the reproducible kernel: the library's loop and lane combine, the
-// double-double butterfly it replaced, and a diagnostic with plain float lanes (wrong bits).
+// double-double butterfly it replaced, a diagnostic with plain float lanes (wrong bits), and
+// both with batches of 8 vectors and two blocks per SM.
 // Build: nvcc -std=c++20 -O3 -arch=sm_90 -Iinclude -Isrc scripts/probe/repro_timeline.cu \
 //          src/engine/plan.cpp src/engine/temp_cache.cpp -o repro_timeline
 #include <algorithm>
@@ -172,7 +173,7 @@ __device__ __forceinline__ void load_batch_v(Vec<float> (&batch)[C.batch], const
 }
 
 template <unsigned Threads, unsigned Batch, bool Contiguous, unsigned Plain>
-__global__ void __launch_bounds__(Threads) repro_variant(ReproArgs<float, float> args, unsigned long long* traces,
+__global__ void __launch_bounds__(Threads, Threads == 256 && Batch <= 8 ? 2 : 1) repro_variant(ReproArgs<float, float> args, unsigned long long* traces,
                                                          unsigned long long* wtraces) {
   constexpr Cfg C{Threads, Batch, Contiguous, Plain};
   constexpr unsigned warps = C.threads / 32;
@@ -184,8 +185,13 @@ __global__ void __launch_bounds__(Threads) repro_variant(ReproArgs<float, float>
   const unsigned warp = threadIdx.x / 32;
   unsigned long long* wtrace = wtraces + (std::size_t(blockIdx.x) * warps + warp) * kWarpSlots;
   ExactSum<float> exact;
+  // Only the lane-exact variants keep per-lane limbs (the others take no shared memory for them).
+  struct NoLaneExact {
+    __device__ NoLaneExact(LaneLimbs&, unsigned) {}
+  };
+  using LaneAcc = std::conditional_t<(C.plain >= 4), LaneExact, NoLaneExact>;
   __shared__ LaneLimbs lane_limbs[C.plain >= 4 ? warps : 1];
-  LaneExact lane_exact(lane_limbs[C.plain >= 4 ? warp : 0], lane);
+  LaneAcc lane_exact(lane_limbs[C.plain >= 4 ? warp : 0], lane);
   std::size_t first, step, last;
   if constexpr (C.contiguous) {
     const std::size_t begin = args.tiles * blockIdx.x / gridDim.x;
@@ -200,10 +206,7 @@ __global__ void __launch_bounds__(Threads) repro_variant(ReproArgs<float, float>
   unsigned done = 0;
   if constexpr (C.plain == 5) {  // the library's schedule and lane combine, a stamp per tile
     sum_tiles(args.in, args.n, args.tiles, first, step, true, lane, [&](FloatLane (&lanes)[2]) {
-      const float s = __fadd_rn(lanes[0].sum, lanes[1].sum);
-      const float z = __fsub_rn(s, lanes[0].sum);
-      const float e = __fadd_rn(__fsub_rn(lanes[0].sum, __fsub_rn(s, z)), __fsub_rn(lanes[1].sum, z));
-      lane_exact.add(s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), static_cast<double>(e)));
+      lane_exact.add(lane_partial(lanes));
       const long long dep = lane_limbs[warp].sums[0][lane] + lane_limbs[warp].errors[0][lane];
       if (lane == 0 && done < 8) wtrace[done] = now_after(dep);
       ++done;
@@ -252,10 +255,7 @@ __global__ void __launch_bounds__(Threads) repro_variant(ReproArgs<float, float>
       if (C.plain == 3) { lanes[0].error = ferr[0]; lanes[1].error = ferr[1]; }
       long long dep;
       if constexpr (C.plain == 4) {
-        const float s = __fadd_rn(lanes[0].sum, lanes[1].sum);
-        const float z = __fsub_rn(s, lanes[0].sum);
-        const float e = __fadd_rn(__fsub_rn(lanes[0].sum, __fsub_rn(s, z)), __fsub_rn(lanes[1].sum, z));
-        lane_exact.add(s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), static_cast<double>(e)));
+        lane_exact.add(lane_partial(lanes));
         dep = lane_limbs[warp].sums[0][lane] + lane_limbs[warp].errors[0][lane];
       } else {
         exact.add(warp_dd_reduce(dd_add(old_total(lanes[0]), old_total(lanes[1]))), lane);
@@ -481,5 +481,7 @@ int main() {
     variant.template operator()<Cfg{256, 16, false, 4}>("repro lane-exact, batch stamps");
     variant.template operator()<Cfg{256, 16, false, 0}>("repro butterfly (v9b)");
     variant.template operator()<Cfg{256, 16, false, 1}>("repro PLAIN (diag)");
+    variant.template operator()<Cfg{256, 8, false, 4}>("repro lane-exact, 8-vector batches");
+    variant.template operator()<Cfg{256, 8, false, 1}>("repro PLAIN, 8-vector batches (diag)");
   }
 }

@@ -18,9 +18,9 @@
 // Elements enter a lane's sum through TwoSum (exact rounding errors kept: see FloatLane and
 // DoubleLane). Only correctly rounded additions are used (nothing for the compiler to contract
 // into FMAs), which every CUDA GPU implements identically. Infinities and NaN are tracked apart
-// from the finite sum and give the IEEE result. (A float lane sum can overflow to infinity where
-// the exact sum of its 128 elements would not: inputs near the float limit, 3.4e38, are not
-// supported.)
+// from the finite sum and give the IEEE result. (A lane's even or odd chain is a float sum of up
+// to 64 elements and can overflow to infinity where their exact sum would not: inputs near the
+// float limit, 3.4e38, are not supported. The two chains join in double, which cannot overflow.)
 #pragma once
 
 #include <cooperative_groups.h>
@@ -107,6 +107,23 @@ struct DoubleLane {
 template <class T>
 using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane>;
 
+// A lane's partial of a tile for float-valued sums: the sum of its two chains, and the double sum
+// of every rounding error. The chains join in double with TwoSum: the sum of two floats cannot
+// overflow a double, and the join's own error (zero unless the chains differ by more than 2^29)
+// is kept exactly like the others. Both halves are whole multiples of 2^-149.
+struct LanePartial {
+  double sum;
+  double error;
+};
+
+__device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2]) {
+  const double a = lanes[0].sum, b = lanes[1].sum;
+  const double s = __dadd_rn(a, b);
+  const double z = __dsub_rn(s, a);
+  const double join = __dadd_rn(__dsub_rn(a, __dsub_rn(s, z)), __dsub_rn(b, z));
+  return {s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), join)};
+}
+
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
 template <class T>
 __device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v) {
@@ -150,8 +167,9 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
 // The exact accumulator. Limb j counts units of 2^(kLowBit + 32 j); 32 * kWordsPerLane limbs
 // are spread over the warp's lanes (limb j on lane j % 32), each in a signed 64-bit integer so
 // that 2^31 additions of 32-bit pieces cannot overflow it. Every finite partial of a
-// float-valued sum (a lane's float sum or its double sum of errors) is a multiple of 2^-149 (it
-// is made of float values and their exact rounding errors) and below 2^128; every tile partial
+// float-valued sum (a lane's sum of its two float chains or its double sum of errors) is a
+// multiple of 2^-149 (it is made of float values and their exact rounding errors) and below
+// 2^129; every tile partial
 // of a double sum, a multiple of 2^-1074 below 2^1037. The limbs reach 2^875 and 2^1998: room
 // for any sum of such partials.
 template <class A>
@@ -210,13 +228,15 @@ struct ExactSum {
 // Float-valued sums: every lane keeps its own exact accumulator in shared memory, so that a
 // tile's lane partials need no butterfly (five levels of shuffles and dependent double-double
 // additions: about a microsecond per tile on an H100, which the last tile of every warp could not
-// hide). Each lane adds its tile partial, a float sum s and a double error e, exactly into limbs
-// of its own, with a few integer instructions and no exchange.
+// hide). Each lane adds its tile partial (LanePartial: two doubles) exactly into limbs of its
+// own, with a few integer instructions and no exchange.
 // Limb q of a lane counts units of 2^(kLowBit + 32 q), the grid of ExactSum<float>, and lives in
-// column `lane` of row q (bank-conflict free). Both s and e are whole multiples of 2^-149 below
-// 2^128, so their bits land in limbs 0 .. kLaneLimbs - 1; sums and errors have rows of their own,
-// so a tile's two additions touch different words.
-inline constexpr unsigned kLaneLimbs = 9;  // bits 2^-149 .. 2^139
+// column `lane` of row q (each lane its own column: no bank conflict, whichever rows the lanes
+// touch).
+// Both halves of a partial are whole multiples of 2^-149 below 2^129, so their bits land in limbs
+// 0 .. kLaneLimbs - 1; sums and errors have rows of their own, so a tile's two additions touch
+// different words.
+inline constexpr unsigned kLaneLimbs = 9;  // bits 2^-149 .. 2^138 (a partial's highest is 2^128)
 
 struct LaneLimbs {
   long long sums[kLaneLimbs][32];
@@ -233,31 +253,20 @@ struct LaneExact {
 #pragma unroll
     for (unsigned q = 0; q < kLaneLimbs; ++q) limbs.sums[q][lane] = limbs.errors[q][lane] = 0;
   }
-  // Adds a tile's lane partial: the float sum s and the double sum e of its rounding errors.
-  __device__ __forceinline__ void add(float s, double e) {
-    const unsigned bits = __float_as_uint(s);
-    const unsigned exponent = (bits >> 23) & 0xFF;
-    if (exponent == 0xFF) {  // the lane sum overflowed or saw infinity or NaN: e is meaningless
-      special |= (bits & 0x7FFFFF) != 0 ? kNaN : (bits >> 31) ? kMinusInf : kPlusInf;
+  // Adds a tile's lane partial exactly.
+  __device__ __forceinline__ void add(const LanePartial& partial) {
+    const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(partial.sum));
+    if (((bits >> 52) & 0x7FF) == 0x7FF) {  // a chain overflowed or saw infinity or NaN: the error is meaningless
+      special |= (bits & ((1ull << 52) - 1)) != 0 ? kNaN : (bits >> 63) ? kMinusInf : kPlusInf;
       return;
     }
-    // s = mantissa * 2^(kLowBit + position)
-    const unsigned mantissa = exponent != 0 ? (bits & 0x7FFFFF) | 0x800000 : bits & 0x7FFFFF;
-    add_bits(limbs.sums, mantissa, exponent != 0 ? int(exponent) - 1 : 0, (bits >> 31) != 0);
-    const unsigned long long ebits = static_cast<unsigned long long>(__double_as_longlong(e));
-    const int eexp = static_cast<int>((ebits >> 52) & 0x7FF);
-    unsigned long long emant = ebits & ((1ull << 52) - 1);
-    if (eexp != 0) emant |= 1ull << 52;
-    int position = (eexp != 0 ? eexp - 1075 : -1074) - kLowBit;
-    if (position < 0) {  // e is a multiple of 2^-149: the mantissa's bits under it are zero
-      emant = -position < 64 ? emant >> -position : 0;
-      position = 0;
-    }
-    add_bits(limbs.errors, emant, position, (ebits >> 63) != 0);
+    add_double(limbs.sums, partial.sum);
+    add_double(limbs.errors, partial.error);
   }
   // The warp's limbs in ExactSum's layout (limb q on lane q). Three lanes add up each row
   // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
-  // k, so no two lanes share a bank), then lane q takes the three partial sums.
+  // k: consecutive lanes, consecutive columns, no bank conflict), then lane q takes the three
+  // partial sums.
   __device__ __forceinline__ void into(ExactSum<float>& exact) const {
     static_assert(3 * kLaneLimbs <= 32);
     __syncwarp();  // every lane's last additions are visible
@@ -278,16 +287,26 @@ struct LaneExact {
   }
 
  private:
-  // Adds +-mantissa * 2^(kLowBit + position) (mantissa below 2^53, position >= 0) to this lane's
-  // limbs: the 32-bit pieces of mantissa << (position % 32) go into limbs position / 32 and up.
-  __device__ __forceinline__ void add_bits(long long (&row)[kLaneLimbs][32], unsigned long long mantissa,
-                                           int position, bool negative) {
+  // Adds a finite double x, a whole multiple of 2^-149 below 2^129, to this lane's limbs: the
+  // 32-bit pieces of its mantissa, shifted to its place, go into limbs position / 32 and up.
+  __device__ __forceinline__ void add_double(long long (&row)[kLaneLimbs][32], double x) {
+    const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
+    const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
+    unsigned long long mantissa = bits & ((1ull << 52) - 1);
+    if (exponent != 0) mantissa |= 1ull << 52;
+    // x = mantissa * 2^(kLowBit + position)
+    int position = (exponent != 0 ? exponent - 1075 : -1074) - kLowBit;
+    if (position < 0) {  // x is a multiple of 2^-149: the mantissa's bits under it are zero
+      mantissa = -position < 64 ? mantissa >> -position : 0;
+      position = 0;
+    }
     const unsigned q = static_cast<unsigned>(position) / 32;
     const unsigned r = static_cast<unsigned>(position) % 32;
     const unsigned long long low = mantissa << r;
     const unsigned long long high = r != 0 ? mantissa >> (64 - r) : 0;  // below 2^20
     const long long pieces[3] = {static_cast<long long>(low & 0xFFFFFFFFull), static_cast<long long>(low >> 32),
                                  static_cast<long long>(high)};
+    const bool negative = (bits >> 63) != 0;
 #pragma unroll
     for (unsigned i = 0; i < 3; ++i) {
       if (q + i < kLaneLimbs) row[q + i][lane] += negative ? -pieces[i] : pieces[i];
@@ -531,11 +550,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, a
     __shared__ LaneLimbs lane_limbs[warps];
     LaneExact lane_exact(lane_limbs[warp], lane);
     sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](FloatLane (&lanes)[2]) {
-      // The lane's partial: its two float sums added with TwoSum, the error joining the others.
-      const float s = __fadd_rn(lanes[0].sum, lanes[1].sum);
-      const float z = __fsub_rn(s, lanes[0].sum);
-      const float e = __fadd_rn(__fsub_rn(lanes[0].sum, __fsub_rn(s, z)), __fsub_rn(lanes[1].sum, z));
-      lane_exact.add(s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), static_cast<double>(e)));
+      lane_exact.add(lane_partial(lanes));
     });
     lane_exact.into(exact);
     exact.limb[0] = carry_once(carry_once(exact.limb[0], lane), lane);

@@ -4,6 +4,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/repro_kernel.cuh"
@@ -189,13 +190,15 @@ TEST(Reproducible, DoubleTilePartialsAreRoundedOnce) {
 }
 
 // Float-valued sums add every lane's partial exactly (no rounding between lanes): values in
-// one tile, each in a lane of its own, give the correctly rounded sum. (A double-double combine
-// of the lanes would drop the 2^-100 below 2^-24 and round the tie to even: 1.0.)
+// one tile, each in a lane of its own, give the correctly rounded sum. The last value sits more
+// than 106 bits under the first: a double-double combine of the lanes would drop it, leave the
+// tie 1 + 2^-24 and round it to even, 1.0.
 template <class T>
 void check_rounds_once_across_lanes(const std::vector<float>& values, float expected) {
   const std::size_t n = 4096 + 3;
   std::vector<T> host(n, T(0.0f));
-  for (std::size_t i = 0; i < values.size(); ++i) host[4 * (5 * i + 1)] = T(values[i]);  // lanes 1, 6, 11, ...
+  // Elements 4, 24, 44, ...: lanes 1, 6, 11, ... for float, 0, 3, 5, ... for 8-element vectors.
+  for (std::size_t i = 0; i < values.size(); ++i) host[4 * (5 * i + 1)] = T(values[i]);
   DeviceBuffer<T> in(n);
   CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   for (unsigned max_blocks : {0u, 1u}) {
@@ -207,11 +210,44 @@ void check_rounds_once_across_lanes(const std::vector<float>& values, float expe
 TEST(Reproducible, FloatLanePartialsAreRoundedOnce) {
   FASTREDUCE_REQUIRE_GPU();
   const float one_up = std::nextafter(1.0f, 2.0f);
-  check_rounds_once_across_lanes<float>({1.0f, 0x1p-24f, 0x1p-100f}, one_up);
-  check_rounds_once_across_lanes<float>({0x1p-100f, 0x1p-24f, 1.0f}, one_up);
-  check_rounds_once_across_lanes<float>({-1.0f, -0x1p-24f, -0x1p-100f}, -one_up);
+  check_rounds_once_across_lanes<float>({1.0f, 0x1p-24f, 0x1p-60f, -0x1p-60f, 0x1p-130f}, one_up);
+  check_rounds_once_across_lanes<float>({0x1p-130f, 0x1p-60f, -0x1p-60f, 0x1p-24f, 1.0f}, one_up);
+  check_rounds_once_across_lanes<float>({-1.0f, -0x1p-24f, -0x1p-60f, 0x1p-60f, -0x1p-130f}, -one_up);
   check_rounds_once_across_lanes<float>({1.0f, 0x1p-24f}, 1.0f);  // the tie itself: to even
-  check_rounds_once_across_lanes<__nv_bfloat16>({1.0f, 0x1p-24f, 0x1p-100f}, one_up);
+  check_rounds_once_across_lanes<__nv_bfloat16>({1.0f, 0x1p-24f, 0x1p-60f, -0x1p-60f, 0x1p-130f}, one_up);
+}
+
+// A lane's even and odd elements are two float chains; their sum can exceed the float range
+// while the whole sum does not. The chains join in double: no overflow, no NaN.
+template <class T>
+void check_lane_chains_join_without_overflow() {
+  const float big = static_cast<float>(T(3e38f));  // the value as T holds it
+  const std::size_t n = 2 * 4096 + 5;
+  struct Case {
+    std::vector<std::pair<std::size_t, float>> values;
+    float expected;
+  };
+  const Case cases[] = {
+      {{{0, big}, {1, big}, {4096, -big}}, big},                    // lane 0's chains meet at 2 big
+      {{{0, big}, {1, big}, {16, -big}, {17, -big}}, 0.0f},         // and cancel in another lane
+      {{{2 * 4096 + 1, big}, {2 * 4096 + 2, big}, {0, -big}}, big},  // in the last, partial tile
+  };
+  for (const Case& c : cases) {
+    std::vector<T> host(n, T(0.0f));
+    for (const auto& [index, value] : c.values) host[index] = T(value);
+    DeviceBuffer<T> in(n);
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+    for (unsigned max_blocks : {0u, 1u}) {
+      const float got = repro_sum(in.get(), n, max_blocks);
+      EXPECT_TRUE(same_bits(got, c.expected)) << "got " << std::hexfloat << got << " expected " << c.expected;
+    }
+  }
+}
+
+TEST(Reproducible, FloatLaneChainsJoinWithoutOverflow) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_lane_chains_join_without_overflow<float>();
+  check_lane_chains_join_without_overflow<__nv_bfloat16>();
 }
 
 // The exact accumulators hold up to 2^40 elements' partials: beyond that the call is refused
