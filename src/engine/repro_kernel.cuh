@@ -4,8 +4,9 @@
 //   1. the input is cut into tiles of kReproTile elements; one warp sums a tile, lane l taking
 //      the 16-byte vectors l, l + 32, l + 64, ... of the tile, element by element, in order,
 //      into two accumulators (even and odd elements);
-//   2. float-valued sums (float, half, bfloat16 inputs): each lane's partial of the tile (its
-//      float sum and the double sum of its rounding errors) is added *exactly* into the lane's
+//   2. float-valued sums (float, half, bfloat16 inputs): each lane's partial of the tile (the
+//      sum of its two float chains, joined in double, and the double sum of its rounding
+//      errors: LanePartial) is added *exactly* into the lane's
 //      own fixed-point accumulator in shared memory. Double sums: the 32 lane partials combine
 //      in a fixed xor-butterfly into the tile's double-double partial, whose two halves are
 //      added exactly into the warp's fixed-point accumulator;
@@ -19,8 +20,9 @@
 // DoubleLane). Only correctly rounded additions are used (nothing for the compiler to contract
 // into FMAs), which every CUDA GPU implements identically. Infinities and NaN are tracked apart
 // from the finite sum and give the IEEE result. (A lane's even or odd chain is a float sum of up
-// to 64 elements and can overflow to infinity where their exact sum would not: inputs near the
-// float limit, 3.4e38, are not supported. The two chains join in double, which cannot overflow.)
+// to 64 elements and can overflow to infinity where their exact sum would not: float or bfloat16
+// inputs near the float limit, 3.4e38, are not supported. The two chains join in double, which
+// cannot overflow.)
 #pragma once
 
 #include <cooperative_groups.h>

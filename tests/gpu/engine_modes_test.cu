@@ -217,11 +217,13 @@ TEST(Reproducible, FloatLanePartialsAreRoundedOnce) {
   check_rounds_once_across_lanes<__nv_bfloat16>({1.0f, 0x1p-24f, 0x1p-60f, -0x1p-60f, 0x1p-130f}, one_up);
 }
 
-// A lane's even and odd elements are two float chains; their sum can exceed the float range
-// while the whole sum does not. The chains join in double: no overflow, no NaN.
+// A lane's even and odd elements are two float chains, joined in double with TwoSum: their
+// sum may exceed the float range while the whole sum does not (no overflow, no NaN), and the
+// join's own rounding error is kept.
 template <class T>
-void check_lane_chains_join_without_overflow() {
+void check_lane_chain_joins() {
   const float big = static_cast<float>(T(3e38f));  // the value as T holds it
+  const float one_up = std::nextafter(1.0f, 2.0f);
   const std::size_t n = 2 * 4096 + 5;
   struct Case {
     std::vector<std::pair<std::size_t, float>> values;
@@ -231,6 +233,9 @@ void check_lane_chains_join_without_overflow() {
       {{{0, big}, {1, big}, {4096, -big}}, big},                    // lane 0's chains meet at 2 big
       {{{0, big}, {1, big}, {16, -big}, {17, -big}}, 0.0f},         // and cancel in another lane
       {{{2 * 4096 + 1, big}, {2 * 4096 + 2, big}, {0, -big}}, big},  // in the last, partial tile
+      // 1 + 2^-100 rounds to 1 in double: the join's error carries 2^-100, which lifts the tie
+      // 1 + 2^-24 (2^-24 in another lane) above it.
+      {{{0, 1.0f}, {1, 0x1p-100f}, {16, 0x1p-24f}}, one_up},
   };
   for (const Case& c : cases) {
     std::vector<T> host(n, T(0.0f));
@@ -244,10 +249,10 @@ void check_lane_chains_join_without_overflow() {
   }
 }
 
-TEST(Reproducible, FloatLaneChainsJoinWithoutOverflow) {
+TEST(Reproducible, FloatLaneChainsJoinExactlyWithoutOverflow) {
   FASTREDUCE_REQUIRE_GPU();
-  check_lane_chains_join_without_overflow<float>();
-  check_lane_chains_join_without_overflow<__nv_bfloat16>();
+  check_lane_chain_joins<float>();
+  check_lane_chain_joins<__nv_bfloat16>();
 }
 
 // The exact accumulators hold up to 2^40 elements' partials: beyond that the call is refused
