@@ -189,6 +189,25 @@ struct ExactFormat<double> {
 
 enum : unsigned { kPlusInf = 1, kMinusInf = 2, kNaN = 4 };
 
+// A double taken apart for an exact accumulator whose lowest bit is 2^low_bit: a finite x is
+// (negative ? -1 : 1) * mantissa * 2^(low_bit + position); infinity or NaN only sets `special`.
+struct SplitDouble {
+  unsigned long long mantissa;
+  int position;
+  bool negative;
+  unsigned special;  // kPlusInf, kMinusInf or kNaN for a non-finite x, else 0
+};
+
+__device__ __forceinline__ SplitDouble split_double(double x, int low_bit) {
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
+  const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
+  const unsigned long long fraction = bits & ((1ull << 52) - 1);
+  const bool negative = (bits >> 63) != 0;
+  if (exponent == 0x7FF) return {0, 0, negative, fraction != 0 ? kNaN : negative ? kMinusInf : kPlusInf};
+  const unsigned long long mantissa = exponent != 0 ? fraction | (1ull << 52) : fraction;
+  return {mantissa, (exponent != 0 ? exponent - 1075 : -1074) - low_bit, negative, 0};
+}
+
 template <class A>
 struct ExactSum {
   static constexpr int kLowBit = ExactFormat<A>::kLowBit;
@@ -199,25 +218,20 @@ struct ExactSum {
 
   // Adds x exactly. Every lane of the warp passes the same x and adds the bits of its limbs.
   __device__ __forceinline__ void add(double x, unsigned lane) {
-    const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
-    const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
-    const unsigned long long fraction = bits & ((1ull << 52) - 1);
-    if (exponent == 0x7FF) {
-      special |= fraction != 0 ? kNaN : (bits >> 63) ? kMinusInf : kPlusInf;
+    const SplitDouble d = split_double(x, kLowBit);
+    if (d.special != 0) {
+      special |= d.special;
       return;
     }
-    const unsigned long long mantissa = exponent != 0 ? fraction | (1ull << 52) : fraction;
-    // x = mantissa * 2^(low bit), and the mantissa's bit 0 is bit `position` of the accumulator
-    // (bits below the accumulator's, which no partial has, would be dropped).
-    const int position = (exponent != 0 ? exponent - 1075 : -1074) - kLowBit;
-    const bool negative = (bits >> 63) != 0;
+    // The mantissa's bit 0 is bit d.position of the accumulator (bits below the accumulator's,
+    // which no partial has, would be dropped).
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) {
-      const int shift = 32 * static_cast<int>(lane + 32 * k) - position;  // mantissa bit at the limb's bit 0
+      const int shift = 32 * static_cast<int>(lane + 32 * k) - d.position;  // mantissa bit at the limb's bit 0
       unsigned long long piece = 0;
-      if (shift >= 0) piece = shift < 64 ? (mantissa >> shift) & 0xFFFFFFFFull : 0;
-      else if (shift > -32) piece = (mantissa << -shift) & 0xFFFFFFFFull;
-      limb[k] += negative ? -static_cast<long long>(piece) : static_cast<long long>(piece);
+      if (shift >= 0) piece = shift < 64 ? (d.mantissa >> shift) & 0xFFFFFFFFull : 0;
+      else if (shift > -32) piece = (d.mantissa << -shift) & 0xFFFFFFFFull;
+      limb[k] += d.negative ? -static_cast<long long>(piece) : static_cast<long long>(piece);
     }
   }
   __device__ __forceinline__ void add(const DoubleDouble& partial, unsigned lane) {
@@ -257,13 +271,13 @@ struct LaneExact {
   }
   // Adds a tile's lane partial exactly.
   __device__ __forceinline__ void add(const LanePartial& partial) {
-    const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(partial.sum));
-    if (((bits >> 52) & 0x7FF) == 0x7FF) {  // a chain overflowed or saw infinity or NaN: the error is meaningless
-      special |= (bits & ((1ull << 52) - 1)) != 0 ? kNaN : (bits >> 63) ? kMinusInf : kPlusInf;
+    const SplitDouble sum = split_double(partial.sum, kLowBit);
+    if (sum.special != 0) {  // a chain overflowed or saw infinity or NaN: the error is meaningless
+      special |= sum.special;
       return;
     }
-    add_double(limbs.sums, partial.sum);
-    add_double(limbs.errors, partial.error);
+    add_split(limbs.sums, sum);
+    add_split(limbs.errors, split_double(partial.error, kLowBit));
   }
   // The warp's limbs in ExactSum's layout (limb q on lane q). Three lanes add up each row
   // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
@@ -289,15 +303,11 @@ struct LaneExact {
   }
 
  private:
-  // Adds a finite double x, a whole multiple of 2^-149 below 2^129, to this lane's limbs: the
+  // Adds a finite double, a whole multiple of 2^-149 below 2^129, to this lane's limbs: the
   // 32-bit pieces of its mantissa, shifted to its place, go into limbs position / 32 and up.
-  __device__ __forceinline__ void add_double(long long (&row)[kLaneLimbs][32], double x) {
-    const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
-    const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
-    unsigned long long mantissa = bits & ((1ull << 52) - 1);
-    if (exponent != 0) mantissa |= 1ull << 52;
-    // x = mantissa * 2^(kLowBit + position)
-    int position = (exponent != 0 ? exponent - 1075 : -1074) - kLowBit;
+  __device__ __forceinline__ void add_split(long long (&row)[kLaneLimbs][32], const SplitDouble& x) {
+    unsigned long long mantissa = x.mantissa;
+    int position = x.position;
     if (position < 0) {  // x is a multiple of 2^-149: the mantissa's bits under it are zero
       mantissa = -position < 64 ? mantissa >> -position : 0;
       position = 0;
@@ -308,10 +318,9 @@ struct LaneExact {
     const unsigned long long high = r != 0 ? mantissa >> (64 - r) : 0;  // below 2^20
     const long long pieces[3] = {static_cast<long long>(low & 0xFFFFFFFFull), static_cast<long long>(low >> 32),
                                  static_cast<long long>(high)};
-    const bool negative = (bits >> 63) != 0;
 #pragma unroll
     for (unsigned i = 0; i < 3; ++i) {
-      if (q + i < kLaneLimbs) row[q + i][lane] += negative ? -pieces[i] : pieces[i];
+      if (q + i < kLaneLimbs) row[q + i][lane] += x.negative ? -pieces[i] : pieces[i];
     }
   }
 };

@@ -1,6 +1,7 @@
 // Mode::Reproducible: the same bits for any launch shape, and compensated accuracy.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -141,22 +142,34 @@ TEST(Reproducible, NonSumOpsTakeTheExactFastPath) {
   EXPECT_THROW((void)fr::reduce(in.get(), n, fr::Prod{}, {.mode = fr::Mode::Reproducible}), fr::Error);
 }
 
+// n elements of T, zero but for the (index, value) pairs of `placed`, summed in reproducible
+// mode with each of `max_blocks`: the result must have the bits of `expected` (any NaN for NaN).
+template <class T>
+using Placed = std::vector<std::pair<std::size_t, fr::acc_t<T, fr::Sum>>>;
+
+template <class T>
+void expect_placed_sum(std::size_t n, const Placed<T>& placed, fr::acc_t<T, fr::Sum> expected,
+                       std::initializer_list<unsigned> max_blocks) {
+  std::vector<T> host(n, T(0.0f));
+  for (const auto& [index, value] : placed) host[index] = T(value);
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  for (unsigned blocks : max_blocks) {
+    const auto got = repro_sum(in.get(), n, blocks);
+    EXPECT_TRUE(same_bits(got, expected) || (std::isnan(got) && std::isnan(expected)))
+        << "got " << std::hexfloat << got << " expected " << expected << " max_blocks " << blocks;
+  }
+}
+
 // Tile partials meet in an exact accumulator and are rounded once: values placed in different
 // tiles (4096 elements apart) give the correctly rounded sum, ties to even, sticky bits below
 // the tie, subnormal results, and intermediate sums beyond the type's range.
 template <class T>
 void check_rounds_once_across_tiles(const std::vector<T>& values, T expected) {
   const std::size_t tile = 4096;
-  const std::size_t n = values.size() * tile + 5;
-  std::vector<T> host(n, T(0));
-  for (std::size_t i = 0; i < values.size(); ++i) host[i * tile + 7 * i] = values[i];  // a different lane each time
-  DeviceBuffer<T> in(n);
-  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  for (unsigned max_blocks : {0u, 1u, 2u}) {
-    const T got = repro_sum(in.get(), n, max_blocks);
-    EXPECT_TRUE(same_bits(got, expected) || (std::isnan(got) && std::isnan(expected)))
-        << "got " << std::hexfloat << got << " expected " << expected << " max_blocks " << max_blocks;
-  }
+  Placed<T> placed;
+  for (std::size_t i = 0; i < values.size(); ++i) placed.emplace_back(i * tile + 7 * i, values[i]);  // a different lane each time
+  expect_placed_sum<T>(values.size() * tile + 5, placed, expected, {0u, 1u, 2u});
 }
 
 TEST(Reproducible, FloatTilePartialsAreRoundedOnce) {
@@ -195,16 +208,10 @@ TEST(Reproducible, DoubleTilePartialsAreRoundedOnce) {
 // tie 1 + 2^-24 and round it to even, 1.0.
 template <class T>
 void check_rounds_once_across_lanes(const std::vector<float>& values, float expected) {
-  const std::size_t n = 4096 + 3;
-  std::vector<T> host(n, T(0.0f));
   // Elements 4, 24, 44, ...: lanes 1, 6, 11, ... for float, 0, 3, 5, ... for 8-element vectors.
-  for (std::size_t i = 0; i < values.size(); ++i) host[4 * (5 * i + 1)] = T(values[i]);
-  DeviceBuffer<T> in(n);
-  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  for (unsigned max_blocks : {0u, 1u}) {
-    const float got = repro_sum(in.get(), n, max_blocks);
-    EXPECT_TRUE(same_bits(got, expected)) << "got " << std::hexfloat << got << " expected " << expected;
-  }
+  Placed<T> placed;
+  for (std::size_t i = 0; i < values.size(); ++i) placed.emplace_back(4 * (5 * i + 1), values[i]);
+  expect_placed_sum<T>(4096 + 3, placed, expected, {0u, 1u});
 }
 
 TEST(Reproducible, FloatLanePartialsAreRoundedOnce) {
@@ -224,9 +231,8 @@ template <class T>
 void check_lane_chain_joins() {
   const float big = static_cast<float>(T(3e38f));  // the value as T holds it
   const float one_up = std::nextafter(1.0f, 2.0f);
-  const std::size_t n = 2 * 4096 + 5;
   struct Case {
-    std::vector<std::pair<std::size_t, float>> values;
+    Placed<T> values;
     float expected;
   };
   const Case cases[] = {
@@ -237,16 +243,7 @@ void check_lane_chain_joins() {
       // 1 + 2^-24 (2^-24 in another lane) above it.
       {{{0, 1.0f}, {1, 0x1p-100f}, {16, 0x1p-24f}}, one_up},
   };
-  for (const Case& c : cases) {
-    std::vector<T> host(n, T(0.0f));
-    for (const auto& [index, value] : c.values) host[index] = T(value);
-    DeviceBuffer<T> in(n);
-    CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-    for (unsigned max_blocks : {0u, 1u}) {
-      const float got = repro_sum(in.get(), n, max_blocks);
-      EXPECT_TRUE(same_bits(got, c.expected)) << "got " << std::hexfloat << got << " expected " << c.expected;
-    }
-  }
+  for (const Case& c : cases) expect_placed_sum<T>(2 * 4096 + 5, c.values, c.expected, {0u, 1u});
 }
 
 TEST(Reproducible, FloatLaneChainsJoinExactlyWithoutOverflow) {
