@@ -1,6 +1,7 @@
 // Mode::Reproducible: the same bits for any launch shape, and compensated accuracy.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <limits>
 #include <random>
@@ -75,6 +76,114 @@ TEST(Reproducible, HundredRunsIdentical) {
   ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const float first = repro_sum(in.get(), n);
   for (int i = 0; i < (quick() ? 5 : 100); ++i) ASSERT_TRUE(same_bits(repro_sum(in.get(), n), first)) << i;
+}
+
+// d_temp is the caller's scratch: whatever it held before (a memset pattern, random bytes, a
+// fast-mode call's partials), the result has the same bits.
+template <class T>
+void check_foreign_temp_contents(std::size_t n) {
+  using A = fr::acc_t<T, fr::Sum>;
+  DeviceBuffer<T> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const A reference = repro_sum(in.get(), n);
+  const fr::Options opt{.mode = fr::Mode::Reproducible};
+  std::size_t bytes = 0, fast_bytes = 0;
+  ASSERT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  ASSERT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, fast_bytes, in.get(), nullptr, n, fr::Sum{}, 0, {})), cudaSuccess);
+  const std::size_t words = (std::max(bytes, fast_bytes) + 7) / 8;
+  DeviceBuffer<std::uint64_t> temp(words);
+  DeviceBuffer<A> out(1);
+  for (int pattern : {0x00, 0xFF, 0xA5, 0x80, -1 /* random bytes */, -2 /* fast mode's partials */}) {
+    if (pattern >= 0) {
+      CUDA_OK(cudaMemset(temp.get(), pattern, words * 8));
+    } else if (pattern == -1) {
+      ASSERT_EQ(fr::bench::fill_random(reinterpret_cast<std::uint32_t*>(temp.get()), 2 * words, fr::bench::fresh_seed(),
+                                       fr::bench::Distribution::Signed),
+                cudaSuccess);
+    } else {
+      std::size_t b = words * 8;
+      ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), b, in.get(), out.get(), n, fr::Sum{}, 0, {})), cudaSuccess);
+    }
+    out.poison();
+    std::size_t b = words * 8;
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), b, in.get(), out.get(), n, fr::Sum{}, 0, opt)), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(same_bits(read_back(out.get()), reference)) << "n=" << n << " pattern " << pattern;
+  }
+}
+
+TEST(Reproducible, ForeignBytesInTheTemporaryStorageChangeNothing) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : {std::size_t(100003), (std::size_t(1) << 22) + 5}) {
+    check_foreign_temp_contents<float>(n);
+    check_foreign_temp_contents<double>(n);
+  }
+}
+
+// A captured call replayed from a CUDA graph gives the same bits every time.
+TEST(Reproducible, GraphReplaysGiveTheSameBits) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? (std::size_t(1) << 22) + 5 : (std::size_t(1) << 24) + 5;
+  DeviceBuffer<float> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const float reference = repro_sum(in.get(), n);
+  const fr::Options opt{.mode = fr::Mode::Reproducible};
+  std::size_t bytes = 0;
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  DeviceBuffer<float> out(1);
+  out.poison();
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), n, fr::Sum{}, stream, opt)), cudaSuccess);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<float> results(32);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaMemcpyAsync(results.data() + i, out.get(), sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OK(cudaMemsetAsync(out.get(), 0xA5, sizeof(float), stream));  // each replay must write it again
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  for (std::size_t i = 0; i < results.size(); ++i) EXPECT_TRUE(same_bits(results[i], reference)) << "replay " << i;
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// Calls on several streams at once, each with its own d_temp, do not meet.
+TEST(Reproducible, ConcurrentStreamsGiveTheSameBits) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t(1) << 22) + 5;
+  DeviceBuffer<float> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const float reference = repro_sum(in.get(), n);
+  constexpr int kStreams = 4, kCalls = 25;
+  // A cap below the resident limit, so that several grids can run at once.
+  const fr::Options opt{.mode = fr::Mode::Reproducible, .max_blocks = 33};
+  std::size_t bytes = 0;
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  const std::size_t stride = (bytes + 255) / 256 * 256;  // each stream's d_temp as aligned as cudaMalloc's
+  DeviceBuffer<char> temps(kStreams * stride);
+  std::vector<cudaStream_t> streams(kStreams);
+  DeviceBuffer<float> out(kStreams * kCalls);
+  out.poison();
+  for (cudaStream_t& st : streams) CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int c = 0; c < kCalls; ++c) {
+    for (int s = 0; s < kStreams; ++s) {
+      ASSERT_EQ((fr::reduce_async<float, fr::Sum>(temps.get() + s * stride, bytes, in.get(), out.get() + s * kCalls + c, n,
+                                                  fr::Sum{}, streams[s], opt)),
+                cudaSuccess);
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> results(kStreams * kCalls);
+  CUDA_OK(cudaMemcpy(results.data(), out.get(), results.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < results.size(); ++i) EXPECT_TRUE(same_bits(results[i], reference)) << i;
+  for (cudaStream_t st : streams) CUDA_OK(cudaStreamDestroy(st));
 }
 
 // Adversarial data against the exact (correctly rounded) sum.
