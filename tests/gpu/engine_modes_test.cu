@@ -93,6 +93,7 @@ void check_foreign_temp_contents(std::size_t n) {
   const std::size_t words = (std::max(bytes, fast_bytes) + 7) / 8;
   DeviceBuffer<std::uint64_t> temp(words);
   DeviceBuffer<A> out(1);
+  std::size_t temp_bytes = words * 8;
   for (int pattern : {0x00, 0xFF, 0xA5, 0x80, -1 /* random bytes */, -2 /* fast mode's partials */}) {
     if (pattern >= 0) {
       CUDA_OK(cudaMemset(temp.get(), pattern, words * 8));
@@ -101,12 +102,12 @@ void check_foreign_temp_contents(std::size_t n) {
                                        fr::bench::Distribution::Signed),
                 cudaSuccess);
     } else {
-      std::size_t b = words * 8;
-      ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), b, in.get(), out.get(), n, fr::Sum{}, 0, {})), cudaSuccess);
+      ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), temp_bytes, in.get(), out.get(), n, fr::Sum{}, 0, {})),
+                cudaSuccess);
     }
     out.poison();
-    std::size_t b = words * 8;
-    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), b, in.get(), out.get(), n, fr::Sum{}, 0, opt)), cudaSuccess);
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), temp_bytes, in.get(), out.get(), n, fr::Sum{}, 0, opt)),
+              cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_TRUE(same_bits(read_back(out.get()), reference)) << "n=" << n << " pattern " << pattern;
   }
@@ -118,40 +119,6 @@ TEST(Reproducible, ForeignBytesInTheTemporaryStorageChangeNothing) {
     check_foreign_temp_contents<float>(n);
     check_foreign_temp_contents<double>(n);
   }
-}
-
-// A captured call replayed from a CUDA graph gives the same bits every time.
-TEST(Reproducible, GraphReplaysGiveTheSameBits) {
-  FASTREDUCE_REQUIRE_GPU();
-  const std::size_t n = quick() ? (std::size_t(1) << 22) + 5 : (std::size_t(1) << 24) + 5;
-  DeviceBuffer<float> in(n);
-  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
-  const float reference = repro_sum(in.get(), n);
-  const fr::Options opt{.mode = fr::Mode::Reproducible};
-  std::size_t bytes = 0;
-  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
-  DeviceBuffer<char> temp(bytes);
-  DeviceBuffer<float> out(1);
-  out.poison();
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), n, fr::Sum{}, stream, opt)), cudaSuccess);
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  std::vector<float> results(32);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaMemcpyAsync(results.data() + i, out.get(), sizeof(float), cudaMemcpyDeviceToHost, stream));
-    CUDA_OK(cudaMemsetAsync(out.get(), 0xA5, sizeof(float), stream));  // each replay must write it again
-  }
-  CUDA_OK(cudaStreamSynchronize(stream));
-  for (std::size_t i = 0; i < results.size(); ++i) EXPECT_TRUE(same_bits(results[i], reference)) << "replay " << i;
-  CUDA_OK(cudaGraphExecDestroy(exec));
-  CUDA_OK(cudaGraphDestroy(graph));
-  CUDA_OK(cudaStreamDestroy(stream));
 }
 
 // Calls on several streams at once, each with its own d_temp, do not meet.
