@@ -14,7 +14,9 @@ enum class Distribution {
   Positive,  // floats in [0.5, 1.5), integers in [0, 1024): sums without cancellation
   Signed,    // floats in [-1, 1), integers over their whole range
   NearOne,   // floats in [1 - a, 1 + a] with a ~ 4 / sqrt(n); odd integers: products stay nonzero
-  SmallIntegers,  // whole numbers 0..15 in any type: sums are exact in float up to n = 2^20
+  SmallIntegers,  // whole numbers 1..15 in any type: float sums are exact up to n = 2^20
+  SignedSmallIntegers,  // whole numbers +-1..+-15, never 0: every partial sum of a fixed summation
+                        // order is a random walk far inside float's 2^24 (exact, see data.cu)
   SparseBits // one bit set (or, for `clear`, one bit cleared) per element: and/or tests
 };
 

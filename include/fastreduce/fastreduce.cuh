@@ -10,21 +10,38 @@
 // is opaque, must be 16-byte aligned (cudaMalloc gives 256), may hold anything before a call,
 // and must not be shared by reductions that can run at once.
 //
-// Accumulators: integers reduce in their own type and wrap like CUB's; float and double in
-// their own type; __half and __nv_bfloat16 are converted and accumulated as float, and the
-// result is a float. Min and Max propagate NaN.
+// The GPU is shared: no block of a reduction ever waits for another block, so a reduction makes
+// progress on whatever SMs are free while other kernels (NCCL, persistent kernels, other MPS
+// clients) hold the rest. Above one block, a reduction is two kernels on `stream`: the blocks'
+// partials, then a one-block combine (on sm_90 launched as a programmatic dependent launch).
+//
+// Input types: float, double, __half, __nv_bfloat16, bool and every standard integer type, by
+// its size and signedness (long long and long, char and signed char, ... reduce alike). Any other
+// type fails to compile, naming the type (the `reducible` constraint below).
+// Accumulators, acc_t<T, Op>:
+//   - integers of 4 and 8 bytes reduce in their own type and wrap like CUB's;
+//   - integers of 1 and 2 bytes and bool sum and multiply into std::int64_t, as PyTorch does (the
+//     sum of a mask counts its true values); their Min, Max and bitwise ops keep the input type;
+//   - float and double in their own type; __half and __nv_bfloat16 are converted and accumulated
+//     as float, and the result is a float.
+// Min and Max propagate NaN.
 //
 // Results are deterministic: the same input (at the same address modulo 16 bytes), op, device
 // model and Options give the same bits on every call. Mode::Reproducible goes further for
 // floating-point sums: the bits are the same on every GPU, for every max_blocks and at any
 // address, and the sum is compensated (error within a few units in the last place of the
 // result, see docs/reproducible.md).
+//
+// Every GPU the library was compiled for runs every path it has code for: the Hopper-only paths
+// (bulk copies, programmatic dependent launch) are chosen by the architecture the kernels were
+// compiled for as well as by the device, and other GPUs take the generic ones.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -44,55 +61,123 @@ struct Options {
   unsigned max_blocks = 0;  // > 0 caps the grid, leaving SMs to other work; 0 sizes it from occupancy
 };
 
+namespace detail {
+
+template <std::size_t Size, bool Signed>
+struct sized_integer;
+template <> struct sized_integer<1, true> { using type = std::int8_t; };
+template <> struct sized_integer<1, false> { using type = std::uint8_t; };
+template <> struct sized_integer<2, true> { using type = std::int16_t; };
+template <> struct sized_integer<2, false> { using type = std::uint16_t; };
+template <> struct sized_integer<4, true> { using type = std::int32_t; };
+template <> struct sized_integer<4, false> { using type = std::uint32_t; };
+template <> struct sized_integer<8, true> { using type = std::int64_t; };
+template <> struct sized_integer<8, false> { using type = std::uint64_t; };
+
+// The type the library's kernels are compiled for that holds T's values: void if there is none.
 template <class T>
+struct storage {
+  using type = void;
+};
+template <class T>
+  requires std::integral<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)
+struct storage<T> {
+  using type = typename sized_integer<sizeof(T), std::is_signed_v<T>>::type;
+};
+template <> struct storage<bool> { using type = bool; };
+template <> struct storage<float> { using type = float; };
+template <> struct storage<double> { using type = double; };
+template <> struct storage<__half> { using type = __half; };
+template <> struct storage<__nv_bfloat16> { using type = __nv_bfloat16; };
+
+template <class T, class Op>
 struct accumulator {
   using type = T;
 };
-template <>
-struct accumulator<__half> {
+template <class Op>
+struct accumulator<__half, Op> {
   using type = float;
 };
-template <>
-struct accumulator<__nv_bfloat16> {
+template <class Op>
+struct accumulator<__nv_bfloat16, Op> {
   using type = float;
 };
+template <class T, class Op>
+  requires std::integral<T> && (sizeof(T) < 4) && (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>)
+struct accumulator<T, Op> {
+  using type = std::int64_t;
+};
+
+}  // namespace detail
+
+// The type the kernels read T as (std::int64_t for long long on Linux, std::int8_t for signed char, ...).
+template <class T>
+using storage_t = typename detail::storage<std::remove_cv_t<T>>::type;
 
 // The type a reduction of T with Op accumulates in and returns.
 template <class T, class Op>
-using acc_t = typename accumulator<T>::type;
+using acc_t = typename detail::accumulator<T, Op>::type;
 
-// The input types the engine is built for.
+// The ops the library's kernels are compiled for.
+template <class Op>
+inline constexpr bool is_engine_op_v = std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod> || std::is_same_v<Op, Min> ||
+                                       std::is_same_v<Op, Max> || is_bitwise_v<Op>;
+
+// T is an input type: a floating-point type the kernels read, or an integer type of 1 to 8 bytes.
 template <class T>
-inline constexpr bool is_supported_input_v =
-    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
-    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t> ||
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
-    std::is_same_v<T, __nv_bfloat16>;
+concept input_type = !std::is_void_v<storage_t<T>>;
+
+// A reduction of T with Op the library can run (bitwise ops need an integer type).
+template <class T, class Op>
+concept reducible = input_type<T> && is_engine_op_v<Op> && op_applies_to<acc_t<T, Op>, Op>;
+
+namespace detail {
+// The entry points compiled into the library, for the storage types (src/engine/engine_*.cu).
+template <class T, class Op>
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, std::size_t n,
+                         Op op, cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt);
+}  // namespace detail
 
 // Enqueues the reduction of d_in[0, n) with `op` into *d_out. Returns cudaSuccess or the error:
 //   cudaErrorInvalidValue         d_in null with n > 0, d_out null, temp_bytes too small
 //   cudaErrorInvalidDevicePointer d_in or d_out is host memory the device cannot reach
 //   cudaErrorMisalignedAddress    d_in or d_out not aligned to its element type, d_temp not
 //                                 16-byte aligned
-//   cudaErrorNotSupported         Mode::Reproducible with Prod on a floating-point type
+//   cudaErrorNotSupported         Mode::Reproducible with Prod on a floating-point type, or a
+//                                 reproducible sum of 2^40 elements or more
+//   cudaErrorNoKernelImageForDevice  the library was not compiled for this GPU
 // Nothing is written to *d_out when an error is returned. n = 0 writes the op's identity.
-template <class T, class Op>
-cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in,
-                         acc_t<T, Op>* d_out, std::size_t n, Op op, cudaStream_t stream = 0,
-                         const Options& opt = {});
+template <class T, class Op = Sum>
+  requires reducible<T, Op>
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, std::size_t n,
+                         Op op = {}, cudaStream_t stream = 0, const Options& opt = {}) {
+  using S = storage_t<T>;
+  static_assert(sizeof(acc_t<T, Op>) == sizeof(acc_t<S, Op>));
+  return detail::reduce_async<S, Op>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
+                                     reinterpret_cast<acc_t<S, Op>*>(d_out), n, op, stream, opt);
+}
+
+// Same as reduce(), on `stream`.
+template <class T, class Op = Sum>
+  requires reducible<T, Op>
+acc_t<T, Op> reduce_on(cudaStream_t stream, const T* d_in, std::size_t n, Op op = {}, const Options& opt = {}) {
+  using S = storage_t<T>;
+  return static_cast<acc_t<T, Op>>(detail::reduce<S, Op>(stream, reinterpret_cast<const S*>(d_in), n, op, opt));
+}
 
 // Blocking convenience: reduces on the current device's default stream and returns the result.
 // Its temporary storage is cached per device and stream, so repeated calls do not allocate.
 // Throws fastreduce::Error naming the bad argument or the failing CUDA call.
 template <class T, class Op = Sum>
-acc_t<T, Op> reduce(const T* d_in, std::size_t n, Op op = {}, const Options& opt = {});
+  requires reducible<T, Op>
+acc_t<T, Op> reduce(const T* d_in, std::size_t n, Op op = {}, const Options& opt = {}) {
+  return reduce_on<T, Op>(cudaStream_t{}, d_in, n, op, opt);
+}
 
-// Same as reduce(), on `stream`.
-template <class T, class Op = Sum>
-acc_t<T, Op> reduce_on(cudaStream_t stream, const T* d_in, std::size_t n, Op op = {},
-                       const Options& opt = {});
-
-// Releases the cached temporary storage of reduce()/reduce_on() on every device.
+// Releases the cached temporary storage of reduce()/reduce_on() on every device. Call it when no
+// blocking reduction is running (it frees device memory).
 void release_cached_workspaces();
 
 }  // namespace fastreduce

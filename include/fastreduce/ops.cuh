@@ -10,7 +10,6 @@
 
 #include <concepts>
 #include <cstdint>
-#include <cuda/std/limits>
 #include <type_traits>
 
 namespace fastreduce {
@@ -35,6 +34,25 @@ __host__ __device__ constexpr T wrap_mul(T a, T b) {
     return a * b;
   }
 }
+// The limits the ops' identities need, usable in device code without a compiler flag (and
+// without CCCL, so that host compilers need nothing but the CUDA runtime headers).
+template <class T>
+__host__ __device__ constexpr T max_value() {
+  if constexpr (std::is_same_v<T, bool>) return true;
+  else if constexpr (std::is_unsigned_v<T>) return static_cast<T>(~T(0));
+  else return static_cast<T>(static_cast<std::make_unsigned_t<T>>(~std::make_unsigned_t<T>(0)) >> 1);
+}
+template <class T>
+__host__ __device__ constexpr T lowest_value() {
+  if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return T(0);
+  else return static_cast<T>(-max_value<T>() - 1);
+}
+template <class T>
+__host__ __device__ constexpr T infinity() {
+  if constexpr (std::is_same_v<T, float>) return __builtin_huge_valf();
+  else return static_cast<T>(__builtin_huge_val());
+}
+
 template <class T>
 __host__ __device__ constexpr bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -65,8 +83,8 @@ struct Min {
   static constexpr const char* name = "min";
   template <class T>
   __host__ __device__ static constexpr T identity() {
-    if constexpr (cuda::std::numeric_limits<T>::has_infinity) return cuda::std::numeric_limits<T>::infinity();
-    else return cuda::std::numeric_limits<T>::max();
+    if constexpr (std::is_floating_point_v<T>) return detail::infinity<T>();
+    else return detail::max_value<T>();
   }
   // b wins when it is smaller or NaN; a NaN in `a` survives because both tests are false.
   template <class T>
@@ -79,8 +97,8 @@ struct Max {
   static constexpr const char* name = "max";
   template <class T>
   __host__ __device__ static constexpr T identity() {
-    if constexpr (cuda::std::numeric_limits<T>::has_infinity) return -cuda::std::numeric_limits<T>::infinity();
-    else return cuda::std::numeric_limits<T>::lowest();
+    if constexpr (std::is_floating_point_v<T>) return -detail::infinity<T>();
+    else return detail::lowest_value<T>();
   }
   template <class T>
   __host__ __device__ constexpr T operator()(T a, T b) const {

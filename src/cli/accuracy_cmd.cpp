@@ -14,7 +14,7 @@
 #include "device_info.hpp"
 #include "device_memory.hpp"
 #include "fastreduce/fastreduce.cuh"
-#include "reference/reference.hpp"
+#include "reference.hpp"
 
 namespace fastreduce::cli {
 

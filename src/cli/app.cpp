@@ -6,9 +6,9 @@
 #include <charconv>
 #include <cmath>
 
-#include "cli/dispatch.hpp"
+#include "fastreduce/runtime.hpp"
 #include "cli/table.hpp"
-#include "ladder/ladder.hpp"
+#include "fastreduce/ladder.hpp"
 
 namespace fastreduce::cli {
 
@@ -72,7 +72,7 @@ std::optional<std::string> validate(const LadderOptions& o) {
   if (!contains(ladder::kOpNames, o.op)) {
     return "--op must be one of sum, prod, min, max, and, or (got '" + o.op + "')";
   }
-  if (is_bitwise_op(o.op) && !is_integer_type(o.type)) {
+  if (runtime::is_bitwise_op(o.op) && !runtime::is_integer_type(o.type)) {
     return "--op " + o.op + " needs an integer --type (int32, uint32, int64), not " + o.type;
   }
   if (!ladder::valid_block(o.block)) {

@@ -10,7 +10,7 @@
 
 #include "baselines.hpp"
 #include "cli/app.hpp"
-#include "cli/dispatch.hpp"
+#include "fastreduce/runtime.hpp"
 #include "cli/table.hpp"
 #include "data.hpp"
 #include "device_info.hpp"
@@ -167,10 +167,10 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     for (const auto& op : o.ops) {
       for (std::size_t n : o.sizes) {
         err << format("\r[bench] %zu/%zu  %s %s n=%zu          ", ++done, total, type.c_str(), op.c_str(), n) << std::flush;
-        with_type(type, [&]<class T>() {
+        runtime::with_type(type, [&]<class T>() {
           if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
                         std::is_same_v<T, __nv_bfloat16>) {
-            with_op(op, [&](auto op_tag) {
+            runtime::with_op(op, [&](auto op_tag) {
               using Op = decltype(op_tag);
               if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Max>) {
                 ok = bench_one<T, Op>(o, *device, type, op, n, rows, err) && ok;

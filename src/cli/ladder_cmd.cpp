@@ -9,13 +9,13 @@
 #include <limits>
 
 #include "cli/app.hpp"
-#include "cli/dispatch.hpp"
+#include "fastreduce/runtime.hpp"
 #include "cli/table.hpp"
 #include "data.hpp"
 #include "device_info.hpp"
 #include "device_memory.hpp"
-#include "ladder/ladder.hpp"
-#include "reference/reference.hpp"
+#include "fastreduce/ladder.hpp"
+#include "reference.hpp"
 #include "timing.hpp"
 
 namespace fastreduce::cli {
@@ -232,9 +232,9 @@ int run_ladder(const LadderOptions& o, std::ostream& out, std::ostream& err) {
   }
   const double copy = bench::measure_copy_gbps();
   int code = 1;
-  with_type(o.type, [&]<class T>() {
+  runtime::with_type(o.type, [&]<class T>() {
     if constexpr (is_ladder_type<T>) {
-      with_op(o.op, [&](auto op) {
+      runtime::with_op(o.op, [&](auto op) {
         using Op = decltype(op);
         if constexpr (op_applies_to<T, Op> && !std::is_same_v<Op, BitXor>) {
           code = ladder_typed<T, Op>(o, *device, copy, out, err);

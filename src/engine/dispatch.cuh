@@ -1,189 +1,210 @@
-// reduce_async: argument checks, the launch plan, and the launch of the fast or reproducible
-// kernel. Instantiated per input type in engine_<type>.cu.
+// reduce_async: argument checks, the choice of path (route) and its launches. Instantiated per
+// input type in engine_<type>.cu.
 #pragma once
 
-#include <algorithm>
-#include <array>
-#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
+#include <type_traits>
 
-#include "engine/bulk_kernel.cuh"
-#include "engine/fast_kernel.cuh"
+#include "engine/bulk_path.cuh"
+#include "engine/describe.hpp"
+#include "engine/fast_path.cuh"
+#include "engine/launch.cuh"
 #include "engine/plan.hpp"
 #include "engine/policy.hpp"
-#include "engine/repro_kernel.cuh"
+#include "engine/repro_path.cuh"
 #include "engine/temp_cache.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "primitives/device_pointer.hpp"
+#include "primitives/grid_finish.cuh"
 
 namespace fastreduce::engine {
 
-inline constexpr int kMaxDevices = 64;
-
-// Blocks of `kernel` that fit on one SM at once (what a cooperative launch may use), per device,
-// queried once. Returns 0 when the kernel cannot run on the device (not enough shared memory).
-template <auto Kernel, unsigned Threads, std::size_t SharedBytes = 0>
-int resident_blocks_per_sm(int device) {
-  static std::array<std::atomic<int>, kMaxDevices> cache{};
-  if (device < 0 || device >= kMaxDevices) return 0;
-  int blocks = cache[device].load(std::memory_order_relaxed);
-  if (blocks == 0) {
-    bool ok = true;
-    if constexpr (SharedBytes > 48 * 1024) {  // opt in to more than 48 KiB of dynamic shared memory
-      ok = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SharedBytes)) == cudaSuccess;
-    }
-    ok = ok && cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, SharedBytes) == cudaSuccess;
-    if (!ok || blocks <= 0) {
-      cudaGetLastError();  // the failed query is not the caller's error
-      blocks = -1;         // remembered: this kernel cannot run here
-    }
-    cache[device].store(blocks, std::memory_order_relaxed);
-  }
-  return blocks > 0 ? blocks : 0;
-}
-
-// A device attribute, per device, queried once (0 for a device index out of range).
-template <cudaDeviceAttr Attribute>
-int device_attribute(int device) {
-  static std::array<std::atomic<int>, kMaxDevices> cache{};
-  if (device < 0 || device >= kMaxDevices) return 0;
-  int value = cache[device].load(std::memory_order_relaxed);
-  if (value == 0) {
-    cudaDeviceGetAttribute(&value, Attribute, device);
-    cache[device].store(value, std::memory_order_relaxed);
-  }
-  return value;
-}
-
-inline int compute_major(int device) { return device_attribute<cudaDevAttrComputeCapabilityMajor>(device); }
-inline int multiprocessors(int device) {
-  return std::max(device_attribute<cudaDevAttrMultiProcessorCount>(device), 1);
-}
-
-template <class Kernel, class... Args>
-cudaError_t launch(Kernel kernel, unsigned grid, unsigned threads, std::size_t shared_bytes,
-                   cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cooperative{};
-  cooperative.id = cudaLaunchAttributeCooperative;
-  cooperative.val.cooperative = 1;
-  if (grid > 1) {  // the grid-wide barrier needs every block resident at once
-    config.attrs = &cooperative;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, args...);
-}
-
-// The body of reduce_async; `message`, when given, receives the text of an argument error.
+// The kernels of each path for input T and op Op.
 template <class T, class Op>
-cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_in,
-                              acc_t<T, Op>* d_out, std::size_t n, Op op, cudaStream_t stream,
-                              const Options& opt, const char** message = nullptr) {
+struct Kernels {
   using A = acc_t<T, Op>;
-  static_assert(is_supported_input_v<T>, "fastreduce: unsupported input type");
-  static_assert(op_applies_to<A, Op>, "fastreduce: bitwise ops need an integer type");
+  static constexpr auto one_block = fast_reduce_kernel<kOneBlock.threads, kOneBlock.unroll, kLoadHint, T, Op>;
+  static constexpr auto small = fast_reduce_kernel<kSmall.threads, kSmall.unroll, kLoadHint, T, Op>;
+  static constexpr auto large = fast_reduce_kernel<kLarge.threads, kLarge.unroll, kLoadHint, T, Op>;
+  static constexpr auto bulk = bulk_reduce_kernel<kBulk.threads, kBulk.stages, kBulk.stage_bytes, T, Op>;
+  static constexpr auto combine = primitives::combine_partials_kernel<kCombineThreads, A, Op>;
+};
 
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  const bool reproducible = opt.mode == Mode::Reproducible && std::is_floating_point_v<A> &&
-                            std::is_same_v<Op, Sum>;
-  if (opt.mode == Mode::Reproducible && std::is_floating_point_v<A> && std::is_same_v<Op, Prod>) {
-    if (message != nullptr) *message = "Mode::Reproducible has no floating-point Prod";
-    return cudaErrorNotSupported;
-  }
-  auto check = [&](std::size_t needed) {
-    const ArgumentError error = validate_arguments(d_in, d_out, d_temp, n, alignof(T), alignof(A),
-                                                   temp_bytes, needed);
-    if (message != nullptr) *message = error.message;
-    return error.code;
+// A route and everything its launches need.
+struct Launch {
+  Route route;
+  FastPlan fast{};
+  BulkPlan bulk{};
+  ReproPlan repro{};
+};
+
+// Chooses the path for n elements at `address` on `device` and plans it. Errors: a kernel that
+// cannot run on this device (the library was not compiled for it), and the mode's limits.
+template <class T, class Op>
+cudaError_t plan_launch(std::size_t n, std::uintptr_t address, const Options& opt, int device, Launch& out,
+                        const char** message) {
+  using A = acc_t<T, Op>;
+  using K = Kernels<T, Op>;
+  const int sms = multiprocessors(device);
+  const int major = compute_major(device);
+  const bool dependent_possible = major >= 9;
+  auto fail = [&](cudaError_t e, const char* text) {
+    if (message != nullptr) *message = text;
+    return e;
   };
 
+  if constexpr (std::is_floating_point_v<A> && std::is_same_v<Op, Prod>) {
+    if (opt.mode == Mode::Reproducible) return fail(cudaErrorNotSupported, "Mode::Reproducible has no floating-point Prod");
+  }
   if constexpr (std::is_floating_point_v<A> && std::is_same_v<Op, Sum>) {
-    if (reproducible) {
-      constexpr auto kernel = repro_sum_kernel<T>;
-      const int per_sm = resident_blocks_per_sm<kernel, kReproThreads>(device);
-      const ReproPlan plan = plan_reproducible(n, multiprocessors(device), per_sm, opt.max_blocks,
-                                               kReproBlockWords<A>);
-      if (d_temp == nullptr) {
-        temp_bytes = plan.temp_bytes;
-        return cudaSuccess;
+    if (opt.mode == Mode::Reproducible) {
+      if (n >= kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
+      KernelFacts main{}, finish{};
+      if (cudaError_t e = kernel_facts<repro_sum_kernel<T>, kReproThreads>(device, main); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (reproducible sum)");
       }
-      if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
-      if (n >= kReproMaxElements) {
-        if (message != nullptr) *message = "Mode::Reproducible sums at most 2^40 elements";
-        return cudaErrorNotSupported;
+      if (cudaError_t e = kernel_facts<repro_finish_kernel<A>, kReproThreads>(device, finish); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (reproducible combine)");
       }
-      const bool aligned = reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0;
-      ReproArgs<T, A> args{d_in, n, plan.tiles, aligned, static_cast<unsigned long long*>(d_temp), d_out};
-      return launch(kernel, plan.grid, kReproThreads, 0, stream, args);
+      out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
+      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
+                             dependent_possible && finish.ptx_version >= 90);
+      return cudaSuccess;
     }
   }
 
   const std::size_t bytes = n * sizeof(T);
-  // 2-byte types stay on the load path, whose 1024-thread blocks have more threads to convert
-  // and add the 8 elements of every vector.
+  const ArchPolicy& arch = policy_for(major);
+  KernelFacts combine{};
+  if (cudaError_t e = kernel_facts<K::combine, kCombineThreads>(device, combine); e != cudaSuccess) {
+    return fail(e, "no kernel image for this GPU (combine)");
+  }
+  const bool dependent = dependent_possible && combine.ptx_version >= 90;
+  bool bulk_runs = false;
+  KernelFacts bulk{};
   if constexpr (sizeof(T) >= 4) {
-    constexpr BulkPolicy policy = kSm90Bulk;
-    constexpr std::size_t shared = std::size_t(policy.stages) * policy.stage_bytes;
-    constexpr auto kernel = bulk_reduce_kernel<policy.threads, policy.stages, policy.stage_bytes, T, Op>;
-    // Bulk copies are sm_90+ and need their shared memory: a GPU that cannot give it (the
-    // occupancy query says 0) takes the load path, at the size query and at the launch alike.
-    const int per_sm = bytes >= kSm90BulkMinBytes && compute_major(device) >= 9
-                           ? resident_blocks_per_sm<kernel, policy.threads, shared>(device)
-                           : 0;
-    if (per_sm > 0) {
-      const BulkPlan plan = plan_bulk(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
-                                      policy.stage_bytes, multiprocessors(device), per_sm, opt.max_blocks);
-      if (d_temp == nullptr) {
-        temp_bytes = plan.temp_bytes;
-        return cudaSuccess;
-      }
-      if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
-      BulkArgs<T, A> args{d_in, n, plan.head, plan.stages, plan.stages_per_block, plan.tail_begin,
-                          static_cast<A*>(d_temp), d_out};
-      return launch(kernel, plan.grid, policy.threads, shared, stream, args, op);
+    // Bulk copies need code compiled for sm_90 (an older build traps there) and their shared
+    // memory: ask only where the size would take them.
+    if (arch.bulk_min_bytes > 0 && bytes >= arch.bulk_min_bytes &&
+        kernel_facts<K::bulk, kBulk.threads, kBulk.shared_bytes()>(device, bulk) == cudaSuccess) {
+      bulk_runs = bulk.ptx_version >= 90 && bulk.blocks_per_sm > 0;
     }
   }
-  auto run_fast = [&]<FastPolicy policy>() -> cudaError_t {
-    constexpr auto kernel = fast_reduce_kernel<policy.threads, policy.unroll, kSm90Load, T, Op>;
-    const int per_sm = resident_blocks_per_sm<kernel, policy.threads>(device);
-    const FastPlan plan = plan_fast(n, sizeof(T), reinterpret_cast<std::uintptr_t>(d_in), sizeof(A),
-                                    policy, multiprocessors(device), per_sm, opt.max_blocks);
-    if (d_temp == nullptr) {
-      temp_bytes = plan.temp_bytes;
-      return cudaSuccess;
+  const Path path = select_fast_path(bytes, sizeof(T), arch, bulk_runs);
+  if (path == Path::Bulk) {
+    out.bulk = plan_bulk(n, sizeof(T), address, sizeof(A), kBulk.stage_bytes, sms, bulk.blocks_per_sm, opt.max_blocks);
+    out.route = make_route(path, out.bulk.grid, kBulk.threads, out.bulk.temp_bytes,
+                           bulk_depth(out.bulk, n, kBulk, primitives::kVecDepth<T>), dependent);
+    return cudaSuccess;
+  }
+  KernelFacts main{};
+  cudaError_t status = cudaSuccess;
+  FastPolicy policy = kOneBlock;
+  unsigned cap = 1;  // the one-block path: one block whatever max_blocks says
+  if (path == Path::OneBlock) {
+    status = kernel_facts<K::one_block, kOneBlock.threads>(device, main);
+  } else if (path == Path::Small) {
+    policy = kSmall;
+    cap = opt.max_blocks;
+    status = kernel_facts<K::small, kSmall.threads>(device, main);
+  } else {
+    policy = kLarge;
+    cap = opt.max_blocks;
+    status = kernel_facts<K::large, kLarge.threads>(device, main);
+  }
+  if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (load path)");
+  out.fast = plan_fast(n, sizeof(T), address, sizeof(A), policy, sms, main.blocks_per_sm, cap);
+  out.route = make_route(path, out.fast.grid, policy.threads, out.fast.temp_bytes,
+                         fast_depth(out.fast, policy.threads, primitives::kVecDepth<T>), dependent);
+  return cudaSuccess;
+}
+
+// Enqueues the planned kernels: the main grid, then (for more than one block) the combine.
+template <class T, class Op>
+cudaError_t launch_planned(const Launch& plan, void* d_temp, const T* d_in, acc_t<T, Op>* d_out, std::size_t n, Op op,
+                           cudaStream_t stream) {
+  using A = acc_t<T, Op>;
+  using K = Kernels<T, Op>;
+  const Route& r = plan.route;
+  cudaError_t status = cudaSuccess;
+  if (r.path == Path::Reproducible) {
+    if constexpr (std::is_floating_point_v<A> && std::is_same_v<Op, Sum>) {
+      auto* rows = static_cast<unsigned long long*>(d_temp);
+      ReproArgs<T, A> args{d_in, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0, rows, d_out};
+      status = launch(repro_sum_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
+      if (status == cudaSuccess && r.combine_kernel) {
+        status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
+                        static_cast<const unsigned long long*>(rows), r.grid, d_out);
+      }
     }
-    if (cudaError_t e = check(plan.temp_bytes); e != cudaSuccess) return e;
-    FastArgs<T, A> args{d_in, n, plan.head, plan.vectors, plan.share, static_cast<A*>(d_temp), d_out};
-    return launch(kernel, plan.grid, policy.threads, 0, stream, args, op);
-  };
-  if (bytes <= kSm90TinyMaxBytes) return run_fast.template operator()<kSm90Tiny>();
-  if (bytes <= kSm90SmallMaxBytes) return run_fast.template operator()<kSm90Small>();
-  return run_fast.template operator()<kSm90Large>();
+    return status;
+  }
+  A* partials = static_cast<A*>(d_temp);
+  if (r.path == Path::Bulk) {
+    if constexpr (sizeof(T) >= 4) {
+      const BulkPlan& b = plan.bulk;
+      BulkArgs<T, A> args{d_in, n, b.head, b.stages, b.stages_per_block, b.tail_begin, partials, d_out};
+      status = launch(K::bulk, r.grid, kBulk.threads, kBulk.shared_bytes(), stream, false, args, op);
+    }
+  } else {
+    const FastPlan& f = plan.fast;
+    FastArgs<T, A> args{d_in, n, f.head, f.vectors, f.share, partials, d_out};
+    const auto kernel = r.path == Path::OneBlock ? K::one_block : r.path == Path::Small ? K::small : K::large;
+    status = launch(kernel, r.grid, r.threads, 0, stream, false, args, op);
+  }
+  if (status == cudaSuccess && r.combine_kernel) {
+    status = launch(K::combine, 1, kCombineThreads, 0, stream, r.dependent_launch, static_cast<const A*>(partials),
+                    r.grid, d_out, op);
+  }
+  return status;
+}
+
+// The body of reduce_async; `message`, when given, receives the text of an argument error.
+template <class T, class Op>
+cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                              std::size_t n, Op op, cudaStream_t stream, const Options& opt,
+                              const char** message = nullptr) {
+  using A = acc_t<T, Op>;
+  static_assert(reducible<T, Op>, "fastreduce: not an input type and op the engine is built for");
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  Launch plan{};
+  if (cudaError_t e = plan_launch<T, Op>(n, reinterpret_cast<std::uintptr_t>(d_in), opt, device, plan, message);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (d_temp == nullptr) {
+    temp_bytes = plan.route.temp_bytes;
+    return cudaSuccess;
+  }
+  const ArgumentError error =
+      validate_arguments(d_in, d_out, d_temp, n, alignof(T), alignof(A), temp_bytes, plan.route.temp_bytes);
+  if (message != nullptr) *message = error.message;
+  if (error.code != cudaSuccess) return error.code;
+  return launch_planned<T, Op>(plan, d_temp, d_in, d_out, n, op, stream);
 }
 
 template <class T, class Op>
-acc_t<T, Op> reduce_blocking(cudaStream_t stream, const T* d_in, std::size_t n, Op op,
-                             const Options& opt) {
+acc_t<T, Op> reduce_blocking(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt) {
   using A = acc_t<T, Op>;
   std::size_t temp_bytes = 0;
   const char* message = nullptr;
-  check(reduce_async_impl<T, Op>(nullptr, temp_bytes, d_in, nullptr, n, op, stream, opt, &message),
-        "fastreduce::reduce: size query");
+  auto fail = [&](cudaError_t status, const char* what) {
+    throw Error(status, std::string("fastreduce::reduce: ") + what + ": " +
+                            (message != nullptr ? message : cudaGetErrorString(status)));
+  };
+  if (cudaError_t e = reduce_async_impl<T, Op>(nullptr, temp_bytes, d_in, nullptr, n, op, stream, opt, &message);
+      e != cudaSuccess) {
+    fail(e, "size query");
+  }
   CachedTemp cached{};
   check(acquire_cached_temp(stream, temp_bytes, cached), "fastreduce::reduce: temporary storage");
   A* d_out = static_cast<A*>(cached.result_slot);
-  const cudaError_t status = reduce_async_impl<T, Op>(cached.temp, cached.temp_bytes, d_in, d_out,
-                                                       n, op, stream, opt, &message);
-  if (status != cudaSuccess) {
-    throw Error(status, std::string("fastreduce::reduce: ") +
-                            (message != nullptr ? message : cudaGetErrorString(status)));
+  message = nullptr;
+  if (cudaError_t e = reduce_async_impl<T, Op>(cached.temp, cached.temp_bytes, d_in, d_out, n, op, stream, opt, &message);
+      e != cudaSuccess) {
+    fail(e, "arguments");
   }
   A result{};
   check(cudaMemcpyAsync(&result, d_out, sizeof(A), cudaMemcpyDeviceToHost, stream),
@@ -192,34 +213,56 @@ acc_t<T, Op> reduce_blocking(cudaStream_t stream, const T* d_in, std::size_t n, 
   return result;
 }
 
+template <class T, class Op>
+cudaError_t describe_launch(const T* d_in, std::size_t n, const Options& opt, Route& route) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  Launch plan{};
+  const cudaError_t status = plan_launch<T, Op>(n, reinterpret_cast<std::uintptr_t>(d_in), opt, device, plan, nullptr);
+  route = plan.route;
+  return status;
+}
+
 }  // namespace fastreduce::engine
 
-namespace fastreduce {
+namespace fastreduce::detail {
 
 template <class T, class Op>
-cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
-                         std::size_t n, Op op, cudaStream_t stream, const Options& opt) {
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, std::size_t n,
+                         Op op, cudaStream_t stream, const Options& opt) {
   return engine::reduce_async_impl<T, Op>(d_temp, temp_bytes, d_in, d_out, n, op, stream, opt);
 }
 
 template <class T, class Op>
-acc_t<T, Op> reduce(const T* d_in, std::size_t n, Op op, const Options& opt) {
-  return engine::reduce_blocking<T, Op>(cudaStream_t{}, d_in, n, op, opt);
-}
-
-template <class T, class Op>
-acc_t<T, Op> reduce_on(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt) {
+acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt) {
   return engine::reduce_blocking<T, Op>(stream, d_in, n, op, opt);
 }
 
-}  // namespace fastreduce
+}  // namespace fastreduce::detail
 
-// Explicit instantiation of the public entry points for input T and op Op.
-#define FASTREDUCE_INSTANTIATE(T, Op)                                                           \
-  template cudaError_t fastreduce::reduce_async<T, Op>(void*, std::size_t&, const T*,            \
-                                                       fastreduce::acc_t<T, Op>*, std::size_t,   \
-                                                       Op, cudaStream_t, const Options&);        \
-  template fastreduce::acc_t<T, Op> fastreduce::reduce<T, Op>(const T*, std::size_t, Op,         \
-                                                              const Options&);                   \
-  template fastreduce::acc_t<T, Op> fastreduce::reduce_on<T, Op>(cudaStream_t, const T*,         \
-                                                                 std::size_t, Op, const Options&);
+// Explicit instantiation of the library's entry points for input T (a storage type) and op Op.
+#define FASTREDUCE_INSTANTIATE(T, Op)                                                                                 \
+  template cudaError_t fastreduce::detail::reduce_async<T, Op>(void*, std::size_t&, const T*,                        \
+                                                               fastreduce::acc_t<T, Op>*, std::size_t, Op,          \
+                                                               cudaStream_t, const fastreduce::Options&);            \
+  template fastreduce::acc_t<T, Op> fastreduce::detail::reduce<T, Op>(cudaStream_t, const T*, std::size_t, Op,       \
+                                                                      const fastreduce::Options&);                   \
+  template cudaError_t fastreduce::engine::describe_launch<T, Op>(const T*, std::size_t, const fastreduce::Options&, \
+                                                                  fastreduce::engine::Route&);
+
+// All seven ops for an integer input type.
+#define FASTREDUCE_INSTANTIATE_INTEGER(T) \
+  FASTREDUCE_INSTANTIATE(T, Sum)          \
+  FASTREDUCE_INSTANTIATE(T, Prod)         \
+  FASTREDUCE_INSTANTIATE(T, Min)          \
+  FASTREDUCE_INSTANTIATE(T, Max)          \
+  FASTREDUCE_INSTANTIATE(T, BitAnd)       \
+  FASTREDUCE_INSTANTIATE(T, BitOr)        \
+  FASTREDUCE_INSTANTIATE(T, BitXor)
+
+// Sum, Prod, Min and Max for a floating-point input type.
+#define FASTREDUCE_INSTANTIATE_FLOATING(T) \
+  FASTREDUCE_INSTANTIATE(T, Sum)           \
+  FASTREDUCE_INSTANTIATE(T, Prod)          \
+  FASTREDUCE_INSTANTIATE(T, Min)           \
+  FASTREDUCE_INSTANTIATE(T, Max)

@@ -1,12 +1,6 @@
-// The engine's entry points for uint32 inputs (one translation unit per type).
+// The engine's entry points for std::uint32_t inputs (one translation unit per type).
 #include "engine/dispatch.cuh"
 
 using namespace fastreduce;
 
-FASTREDUCE_INSTANTIATE(std::uint32_t, Sum)
-FASTREDUCE_INSTANTIATE(std::uint32_t, Prod)
-FASTREDUCE_INSTANTIATE(std::uint32_t, Min)
-FASTREDUCE_INSTANTIATE(std::uint32_t, Max)
-FASTREDUCE_INSTANTIATE(std::uint32_t, BitAnd)
-FASTREDUCE_INSTANTIATE(std::uint32_t, BitOr)
-FASTREDUCE_INSTANTIATE(std::uint32_t, BitXor)
+FASTREDUCE_INSTANTIATE_INTEGER(std::uint32_t)

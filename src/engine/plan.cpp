@@ -16,6 +16,26 @@ unsigned resident_capacity(int sms, int blocks_per_sm, unsigned max_blocks) {
 }
 }  // namespace
 
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::OneBlock: return "one-block";
+    case Path::Small: return "small";
+    case Path::Large: return "large";
+    case Path::Bulk: return "bulk";
+    case Path::Reproducible: return "reproducible";
+  }
+  return "?";
+}
+
+Path select_fast_path(std::size_t bytes, std::size_t elem_size, const ArchPolicy& arch, bool bulk_runs) {
+  if (bytes <= arch.one_block_max_bytes) return Path::OneBlock;
+  if (bytes <= arch.small_max_bytes) return Path::Small;
+  // 1- and 2-byte types stay on loads, whose blocks have more threads to convert and add the 8 or
+  // 16 elements of every vector.
+  if (bulk_runs && elem_size >= 4 && arch.bulk_min_bytes > 0 && bytes >= arch.bulk_min_bytes) return Path::Bulk;
+  return Path::Large;
+}
+
 FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
                    const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks) {
   const std::size_t per_vector = 16 / elem_size;
@@ -24,7 +44,8 @@ FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address,
   plan.head = misalignment == 0 ? 0 : std::min(n, (16 - misalignment) / elem_size);
   plan.vectors = (n - plan.head) / per_vector;
   // The grid follows n, not the address, so the size query needs no pointer.
-  const std::size_t wanted = ceil_div(n / per_vector, policy.vectors_per_block);
+  // (vectors_per_block = 0: one block, whatever n is.)
+  const std::size_t wanted = policy.vectors_per_block == 0 ? 1 : ceil_div(n / per_vector, policy.vectors_per_block);
   plan.grid = static_cast<unsigned>(
       std::clamp<std::size_t>(wanted, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
   plan.share = ceil_div(ceil_div(plan.vectors, plan.grid), policy.threads) * policy.threads;
@@ -51,11 +72,40 @@ BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address,
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks, unsigned block_words) {
   ReproPlan plan{};
   plan.tiles = ceil_div(n, kReproTile);
-  // One tile per block first (tiles go round the blocks), up to what is resident.
+  // Up to a tile per warp of one block: that block alone (one launch). Above, one tile per block
+  // first (tiles go round the blocks), up to what is resident. Which warp sums a tile cannot
+  // change the bits.
+  const std::size_t wanted = plan.tiles <= kReproThreads / 32 ? 1 : plan.tiles;
   plan.grid = static_cast<unsigned>(
-      std::clamp<std::size_t>(plan.tiles, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
+      std::clamp<std::size_t>(wanted, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
   plan.temp_bytes = std::size_t(plan.grid) * block_words * sizeof(std::uint64_t);
   return plan;
+}
+
+namespace {
+// Combining steps on the longest path through primitives::block_reduce over `threads` threads:
+// five shuffle levels in every warp, five more in warp 0 when there are several warps.
+std::size_t block_reduce_depth(unsigned threads) { return threads > 32 ? 10 : 5; }
+
+// The combine kernel: a thread's own partials one after another, then its block reduction.
+std::size_t combine_depth(unsigned grid) {
+  return grid > 1 ? ceil_div(grid, kCombineThreads) + block_reduce_depth(kCombineThreads) : 0;
+}
+}  // namespace
+
+std::size_t fast_depth(const FastPlan& plan, unsigned threads, unsigned vec_depth) {
+  // A thread adds its vectors one after another (each reduced pairwise first); block 0's threads
+  // also add the head and the tail (fewer than 16 elements each, so one of each per thread).
+  return ceil_div(plan.share, threads) + vec_depth + 2 + block_reduce_depth(threads) + combine_depth(plan.grid);
+}
+
+std::size_t bulk_depth(const BulkPlan& plan, std::size_t n, const BulkPolicy& policy, unsigned vec_depth) {
+  // A thread adds stage_bytes / 16 / threads vectors of each of its block's stages; block 0 adds
+  // the head (one element per thread), the last block what follows the last whole stage.
+  const std::size_t per_stage = policy.stage_bytes / 16 / policy.threads;
+  const std::size_t tail = n - std::min(n, plan.tail_begin);
+  return plan.stages_per_block * per_stage + vec_depth + 1 + ceil_div(tail, policy.threads) +
+         block_reduce_depth(policy.threads) + combine_depth(plan.grid);
 }
 
 ArgumentError validate_arguments(const void* d_in, const void* d_out, const void* d_temp,

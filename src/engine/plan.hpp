@@ -10,11 +10,25 @@
 
 namespace fastreduce::engine {
 
+// The kernels a reduction takes, by input size (see ArchPolicy).
+enum class Path : unsigned char {
+  OneBlock,      // kOneBlock: one launch of one block
+  Small,         // kSmall loads
+  Large,         // kLarge loads
+  Bulk,          // kBulk copies (sm_90 code and device)
+  Reproducible,  // the reproducible sum's tiles
+};
+const char* path_name(Path path);
+
+// The fast-mode path for `bytes` of input with elements of `elem_size` bytes; bulk copies only
+// where `bulk_runs` (the bulk kernel was compiled for sm_90 or later and fits on the device).
+Path select_fast_path(std::size_t bytes, std::size_t elem_size, const ArchPolicy& arch, bool bulk_runs);
+
 struct FastPlan {
   std::size_t head;        // elements before the first 16-byte boundary (block 0 adds them)
   std::size_t vectors;     // whole 16-byte vectors after the head
   std::size_t share;       // vectors per block, a multiple of the block size
-  unsigned grid;           // blocks; > 1 means a cooperative launch
+  unsigned grid;           // blocks; > 1 means partials and a combine kernel
   std::size_t temp_bytes;  // block partials; independent of the address, never 0
 };
 
@@ -38,11 +52,42 @@ BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address,
 
 struct ReproPlan {
   std::size_t tiles;       // kReproTile-element tiles, the last one partial
-  unsigned grid;
+  unsigned grid;           // one block while its warps can take a tile each, else tiles round the blocks
   std::size_t temp_bytes;  // per block, block_words 8-byte words (its exact accumulator)
 };
 
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks, unsigned block_words);
+
+// The additions on the longest path from an element to the result (the depth of the summation
+// tree), which bounds a floating-point sum's rounding error by depth * eps * sum |x|.
+// vec_depth: additions inside one 16-byte vector (log2 of its elements).
+std::size_t fast_depth(const FastPlan& plan, unsigned threads, unsigned vec_depth);
+std::size_t bulk_depth(const BulkPlan& plan, std::size_t n, const BulkPolicy& policy, unsigned vec_depth);
+
+// What reduce_async launches for given arguments on the current device: the plan it follows,
+// so that tests and tools can see which path ran.
+struct Route {
+  Path path = Path::OneBlock;
+  unsigned grid = 1;               // blocks of the main kernel
+  unsigned threads = 0;            // threads per block of the main kernel
+  bool combine_kernel = false;     // a one-block kernel after it combines the blocks' partials
+  bool dependent_launch = false;   // ... launched with programmatic dependent launch (sm_90)
+  std::size_t temp_bytes = 0;
+  std::size_t depth = 0;           // fast floating-point sums: the summation tree's depth (above)
+};
+
+// The route of a main grid of `grid` blocks: more than one leaves partials for a combine kernel,
+// which takes programmatic dependent launch where `dependent_ok` (sm_90 code on an sm_90 GPU).
+inline Route make_route(Path path, unsigned grid, unsigned threads, std::size_t temp_bytes, std::size_t depth,
+                        bool dependent_ok) {
+  return {.path = path,
+          .grid = grid,
+          .threads = threads,
+          .combine_kernel = grid > 1,
+          .dependent_launch = grid > 1 && dependent_ok,
+          .temp_bytes = temp_bytes,
+          .depth = depth};
+}
 
 // What d_temp must be aligned to (the kernels store 4- and 8-byte partials there; cudaMalloc gives 256).
 inline constexpr std::size_t kTempAlignment = 16;

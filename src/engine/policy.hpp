@@ -1,14 +1,14 @@
-// Tuning of the engine as data: one policy per architecture, each with the run that chose it.
+// Tuning of the engine as data: the kernel shapes, and per architecture the sizes where the paths
+// change, each with the run that chose it.
 #pragma once
 
 #include <cstddef>
 
+#include "primitives/load_hint.hpp"
+
 namespace fastreduce::engine {
 
-enum class LoadHint {
-  ReadOnly,        // ld.global.nc (what __ldg emits)
-  StreamPrefetch,  // ld.global.nc, no L1 allocation, L2 prefetches the surrounding 256 bytes
-};
+using primitives::LoadHint;
 
 struct FastPolicy {
   unsigned threads;           // threads per block
@@ -20,31 +20,53 @@ struct BulkPolicy {
   unsigned threads;
   unsigned stages;       // bulk copies in flight per block
   unsigned stage_bytes;  // bytes per copy
+  [[nodiscard]] constexpr std::size_t shared_bytes() const { return std::size_t(stages) * stage_bytes; }
 };
 
-// Hopper (sm_90), chosen by measurement (float sum, back to back, against CUB or the other
-// candidates in the same run; 2026-11-22), with scripts/probe/engine_variants.cu on an H200 or
-// builds of the candidates benched side by side on an H100, as each entry says:
-// - up to 64 KB, one block of 1024 threads x 4 loads: one round of loads, and an ordinary launch
-//   instead of a cooperative one (H100, 2026-11-22, same run: 2^13 and 2^14 floats 3.84 and
-//   3.79 us against 4.47 and 4.42 us with 256-thread blocks; one block for 128 or 256 KB was no
-//   faster than several);
-// - up to 4 MB, 512 threads x 4 loads, a block per 2048 vectors: 2^20 floats 6.02-6.04 us on an
-//   H100 against 6.27-6.34 us with 256 threads x 4 (a block per 1024 vectors), 6.26-6.34 us with
-//   256 x 8 and 6.28-6.31 us with 512 x 2 (three runs each, 2026-11-22); on the H200 earlier,
-//   256 x 4 gave 5.60 us, 1.92x CUB, and 1024-thread blocks 5.88 us;
-// - up to 128 MB, 1024 threads x 4 loads: 2^22 8.80 us (1.18x), 2^24 20.35 us (1.05x), against
-//   9.99 and 21.91 us with 256 threads;
-// - from 128 MB, bulk copies of 4 x 32 KiB per 512-thread block: 2^28 236.1 us (1.02x CUB)
-//   against 238.2 us with 1024 x 4 loads.
-inline constexpr std::size_t kSm90TinyMaxBytes = std::size_t(64) << 10;
-inline constexpr FastPolicy kSm90Tiny{.threads = 1024, .unroll = 4, .vectors_per_block = unsigned(kSm90TinyMaxBytes / 16)};
-inline constexpr FastPolicy kSm90Small{.threads = 512, .unroll = 4, .vectors_per_block = 2048};
-inline constexpr FastPolicy kSm90Large{.threads = 1024, .unroll = 4, .vectors_per_block = 1024};
-inline constexpr BulkPolicy kSm90Bulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
-inline constexpr std::size_t kSm90SmallMaxBytes = std::size_t(4) << 20;
-inline constexpr std::size_t kSm90BulkMinBytes = std::size_t(128) << 20;
-inline constexpr LoadHint kSm90Load = LoadHint::ReadOnly;
+// The kernel shapes (template arguments of the kernels, so every architecture shares the same
+// compiled kernels). Chosen on Hopper, float sum against CUB or the other candidates in the same
+// run, with builds of the candidates benched side by side (2026-11-22, docs/notes.md):
+// - one block of 1024 threads x 4 loads: one round of loads, one launch, no partials;
+// - 512 threads x 4 loads, a block per 2048 vectors: 2^20 floats 6.02-6.04 us on an H100 against
+//   6.27-6.34 us with 256 x 4, 6.26-6.34 us with 256 x 8 and 6.28-6.31 us with 512 x 2;
+// - 1024 threads x 4 loads, a block per 1024 vectors: 2^22 8.80 us, 2^24 20.35 us (H200),
+//   against 9.99 and 21.91 us with 256 threads;
+// - bulk copies of 4 x 32 KiB per 512-thread block: 2^28 236.1 us (H200, 1.02x CUB) against
+//   238.2 us with 1024 x 4 loads.
+inline constexpr FastPolicy kOneBlock{.threads = 1024, .unroll = 4, .vectors_per_block = 0};
+inline constexpr FastPolicy kSmall{.threads = 512, .unroll = 4, .vectors_per_block = 2048};
+inline constexpr FastPolicy kLarge{.threads = 1024, .unroll = 4, .vectors_per_block = 1024};
+inline constexpr BulkPolicy kBulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
+inline constexpr unsigned kCombineThreads = 256;  // the one-block kernel that combines a grid's partials
+inline constexpr LoadHint kLoadHint = LoadHint::ReadOnly;  // L2::256B prefetch: 2^28 260 vs 246 us (H200)
+
+// Where an architecture's paths change, by bytes of input.
+struct ArchPolicy {
+  std::size_t one_block_max_bytes;  // up to this: kOneBlock
+  std::size_t small_max_bytes;      // up to this: kSmall, then kLarge
+  std::size_t bulk_min_bytes;       // from this: kBulk, for 4- and 8-byte types; 0: never
+};
+
+// Hopper (sm_90). H100, 2026-11-23, float sum, back to back against two kernels (the partials
+// and a one-block combine with programmatic dependent launch) in the same run
+// (scripts/probe/finish_variants.cu, docs/results/finish_variants_H100_2026-11-23.txt): one
+// block 4.3 us at 2^16 floats against 5.6 us, but 6.3 us at 2^17 against 5.5 us: one block up
+// to 256 KB. Small blocks up to 4 MB, bulk copies from 128 MB (see the shapes above).
+inline constexpr ArchPolicy kSm90{
+    .one_block_max_bytes = std::size_t(256) << 10,
+    .small_max_bytes = std::size_t(4) << 20,
+    .bulk_min_bytes = std::size_t(128) << 20,
+};
+
+// Every other architecture: not measured. The same shapes, one block only up to 64 KB (where it
+// won with a grid barrier as the alternative), and no bulk copies (sm_90 instructions).
+inline constexpr ArchPolicy kGeneric{
+    .one_block_max_bytes = std::size_t(64) << 10,
+    .small_max_bytes = std::size_t(4) << 20,
+    .bulk_min_bytes = 0,
+};
+
+inline constexpr const ArchPolicy& policy_for(int compute_major) { return compute_major >= 9 ? kSm90 : kGeneric; }
 
 // Reproducible mode. These values define the summation order, so they are fixed for every
 // architecture and must never be tuned per GPU: changing them changes the result's bits.

@@ -15,7 +15,7 @@
 #include "ladder/06_complete_unroll.cuh"
 #include "ladder/07_multiple_per_thread.cuh"
 #include "ladder/08_coarsened_load.cuh"
-#include "ladder/ladder.hpp"
+#include "fastreduce/ladder.hpp"
 #include "primitives/device_pointer.hpp"
 
 namespace fastreduce::ladder {

@@ -3,7 +3,7 @@
 #include <array>
 #include <limits>
 
-#include "ladder/ladder.hpp"
+#include "fastreduce/ladder.hpp"
 
 namespace fastreduce::ladder {
 

@@ -31,6 +31,14 @@ __device__ __forceinline__ T redux(T value) {
   else return static_cast<T>(__reduce_xor_sync(kFullMask, bits));
 }
 
+// __shfl_xor_sync for any arithmetic type: types narrower than 32 bits (bool, 8- and 16-bit
+// integers) travel in an int and come back unchanged.
+template <class T>
+__device__ __forceinline__ T shfl_xor(T value, unsigned offset) {
+  if constexpr (sizeof(T) < 4) return static_cast<T>(__shfl_xor_sync(kFullMask, static_cast<int>(value), offset));
+  else return __shfl_xor_sync(kFullMask, value, offset);
+}
+
 // Butterfly reduction with register shuffles: every lane ends with the warp's result.
 // The combine order is fixed (xor 16, 8, 4, 2, 1), so the result is deterministic.
 // 32-bit integer ops use the sm_80+ __reduce_*_sync instructions instead.
@@ -43,7 +51,7 @@ __device__ __forceinline__ T warp_reduce(T value, Op op) {
 #endif
   {
     for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
-      value = op(value, __shfl_xor_sync(kFullMask, value, offset));  // partner lane's partial
+      value = op(value, shfl_xor(value, offset));  // partner lane's partial
     }
     return value;
   }

@@ -1,16 +1,21 @@
-// The engine's path for large inputs on Hopper: the copy engine streams the input.
+// The engine's bulk path for large inputs on Hopper: the copy engine streams the input.
 //
 // Instead of every thread issuing 16-byte loads, one thread per block asks the bulk-copy unit
 // (cp.async.bulk, sm_90) for whole stages of StageBytes contiguous bytes, `Stages` of them in
 // flight, each completing on its own mbarrier; the block's threads add a stage from shared
 // memory while the next ones arrive. Large sequential requests and no load instructions in
-// the threads. The block partials combine through finish_grid (fast_kernel.cuh), so results
-// stay deterministic.
+// the threads. The block partials combine as the load path's do (primitives/grid_finish.cuh), so
+// results stay deterministic. Bulk copies need sm_90: the kernel compiled for an older
+// architecture traps, and the dispatch takes this path only where the kernel's code was compiled
+// for sm_90 or later (launch.cuh: KernelFacts::ptx_version).
 #pragma once
 
-#include <cooperative_groups.h>
+#include <cstdint>
 
-#include "engine/fast_kernel.cuh"
+#include "fastreduce/fastreduce.cuh"
+#include "primitives/block_reduce.cuh"
+#include "primitives/grid_finish.cuh"
+#include "primitives/vector.cuh"
 
 namespace fastreduce::engine {
 
@@ -59,22 +64,20 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
 
 }  // namespace bulk
 
-template <unsigned Threads, unsigned Stages, unsigned StageBytes>
-constexpr std::size_t bulk_shared_bytes() {
-  return std::size_t(Stages) * StageBytes;
-}
-
 template <unsigned Threads, unsigned Stages, unsigned StageBytes, class T, class Op>
 __global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<T, acc_t<T, Op>> args, Op op) {
   using A = acc_t<T, Op>;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  __trap();  // dispatch takes this path on sm_90 and later only
+  __trap();  // the dispatch takes this path only for code compiled for sm_90 or later
 #else
   constexpr unsigned vectors_per_stage = StageBytes / 16;
   static_assert(vectors_per_stage % Threads == 0, "each thread takes whole vectors of a stage");
   extern __shared__ __align__(128) unsigned char stage_memory[];
   __shared__ std::uint64_t full[Stages];
   __shared__ primitives::BlockReduceStorage<A, Threads> storage;
+  using primitives::reduce_vec;
+  using primitives::to_acc;
+  using primitives::Vec;
   const unsigned tid = threadIdx.x;
   const unsigned char* body = reinterpret_cast<const unsigned char*>(args.in + args.head);
   const std::size_t first = std::size_t(blockIdx.x) * args.stages_per_block;
@@ -110,7 +113,7 @@ __global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<T, acc_t<
     for (std::size_t e = args.tail_begin + tid; e < args.n; e += Threads) acc = op(acc, to_acc<A>(args.in[e]));
   }
 
-  finish_grid<Threads>(acc, op, storage, args.partials, args.out);
+  primitives::store_block_result<Threads>(acc, op, storage, args.partials, args.out);
 #endif
 }
 

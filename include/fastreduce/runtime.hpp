@@ -1,4 +1,5 @@
-// Runtime names -> compile-time types and ops, for the CLI.
+// Runtime names -> compile-time input types and ops: the one dispatch the command-line tool and
+// language bindings share ("float", "sum", ...).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,12 +10,22 @@
 
 #include "fastreduce/ops.cuh"
 
-namespace fastreduce::cli {
+namespace fastreduce::runtime {
+
+// Every input type the engine is compiled for, by name.
+inline constexpr std::string_view kTypeNames[] = {"bool",  "int8",   "uint8", "int16", "uint16",  "int32",   "uint32",
+                                                  "int64", "uint64", "float", "double", "half", "bfloat16"};
+inline constexpr std::string_view kOpNames[] = {"sum", "prod", "min", "max", "and", "or", "xor"};
 
 // Calls f.template operator()<T>() for the type named `name`; false if the name is unknown.
 template <class F>
 bool with_type(std::string_view name, F&& f) {
-  if (name == "int32") f.template operator()<std::int32_t>();
+  if (name == "bool") f.template operator()<bool>();
+  else if (name == "int8") f.template operator()<std::int8_t>();
+  else if (name == "uint8") f.template operator()<std::uint8_t>();
+  else if (name == "int16") f.template operator()<std::int16_t>();
+  else if (name == "uint16") f.template operator()<std::uint16_t>();
+  else if (name == "int32") f.template operator()<std::int32_t>();
   else if (name == "uint32") f.template operator()<std::uint32_t>();
   else if (name == "int64") f.template operator()<std::int64_t>();
   else if (name == "uint64") f.template operator()<std::uint64_t>();
@@ -41,8 +52,9 @@ bool with_op(std::string_view name, F&& f) {
 }
 
 constexpr bool is_integer_type(std::string_view t) {
-  return t == "int32" || t == "uint32" || t == "int64" || t == "uint64";
+  return t == "bool" || t == "int8" || t == "uint8" || t == "int16" || t == "uint16" || t == "int32" ||
+         t == "uint32" || t == "int64" || t == "uint64";
 }
 constexpr bool is_bitwise_op(std::string_view op) { return op == "and" || op == "or" || op == "xor"; }
 
-}  // namespace fastreduce::cli
+}  // namespace fastreduce::runtime

@@ -1,0 +1,6 @@
+// The engine's entry points for std::uint16_t inputs (one translation unit per type).
+#include "engine/dispatch.cuh"
+
+using namespace fastreduce;
+
+FASTREDUCE_INSTANTIATE_INTEGER(std::uint16_t)

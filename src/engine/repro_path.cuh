@@ -1,0 +1,240 @@
+// Reproducible, compensated floating-point sum.
+//
+// What decides the result depends on the data's length alone, never on the launch:
+//   1. the input is cut into tiles of kReproTile elements; one warp sums a tile, lane l taking
+//      the 16-byte vectors l, l + 32, l + 64, ... of the tile, element by element, in order,
+//      into two accumulators (even and odd elements);
+//   2. float-valued sums (float, half, bfloat16 inputs): each lane's partial of the tile (the
+//      sum of its two float chains, joined in double, and the double sum of its rounding
+//      errors: LanePartial) is added *exactly* into the lane's
+//      own fixed-point accumulator in shared memory. Double sums: the 32 lane partials combine
+//      in a fixed xor-butterfly into the tile's double-double partial, whose two halves are
+//      added exactly into the warp's fixed-point accumulator;
+//   3. the fixed-point accumulators (ExactSum: 32-bit limbs held in 64-bit integers) add up per
+//      warp, then per block, then over the grid. Integer addition is associative, so which warp,
+//      block or SM sums a tile and in what order the accumulators meet cannot change a bit: the
+//      result is the exact sum of the lane (float) or tile (double) partials, rounded once.
+// Which block or warp sums a tile changes with the GPU and max_blocks; the arithmetic does not.
+//
+// Elements enter a lane's sum through TwoSum (exact rounding errors kept: see FloatLane and
+// DoubleLane). Only correctly rounded additions are used (nothing for the compiler to contract
+// into FMAs), which every CUDA GPU implements identically. Infinities and NaN are tracked apart
+// from the finite sum and give the IEEE result. (A lane's even or odd chain is a float sum of up
+// to 64 elements and can overflow to infinity where their exact sum would not: float or bfloat16
+// inputs near the float limit, 3.4e38, are not supported. The two chains join in double, which
+// cannot overflow.)
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+
+#include "engine/policy.hpp"
+#include "fastreduce/fastreduce.cuh"
+#include "primitives/exact_sum.cuh"
+#include "primitives/grid_finish.cuh"
+#include "primitives/vector.cuh"
+#include "primitives/warp_reduce.cuh"
+
+namespace fastreduce::engine {
+
+using primitives::DoubleDouble;
+using primitives::kVecElems;
+using primitives::Vec;
+
+// Adds x to a lane accumulator with TwoSum (exact error term, no ordering assumption).
+__device__ __forceinline__ DoubleDouble two_sum_add(DoubleDouble a, double x) {
+  const double s = __dadd_rn(a.hi, x);
+  const double z = __dsub_rn(s, a.hi);
+  const double e = __dadd_rn(__dsub_rn(a.hi, __dsub_rn(s, z)), __dsub_rn(x, z));
+  return {s, __dadd_rn(a.lo, e)};
+}
+
+// Normalised double-double addition; non-finite sums pass through as IEEE would give them.
+__device__ __forceinline__ DoubleDouble dd_add(DoubleDouble a, DoubleDouble b) {
+  const double s = __dadd_rn(a.hi, b.hi);
+  if (!isfinite(s)) return {s, 0.0};
+  const double z = __dsub_rn(s, a.hi);
+  const double e = __dadd_rn(__dsub_rn(a.hi, __dsub_rn(s, z)), __dsub_rn(b.hi, z));
+  const double lo = __dadd_rn(__dadd_rn(a.lo, b.lo), e);
+  const double hi = __dadd_rn(s, lo);  // FastTwoSum: |s| >= |lo| here
+  return {hi, __dsub_rn(lo, __dsub_rn(hi, s))};
+}
+
+__device__ __forceinline__ DoubleDouble warp_dd_reduce(DoubleDouble v) {
+  for (unsigned offset = 16; offset > 0; offset /= 2) {
+    DoubleDouble other;
+    other.hi = __shfl_xor_sync(primitives::kFullMask, v.hi, offset);  // partner lane's partial
+    other.lo = __shfl_xor_sync(primitives::kFullMask, v.lo, offset);
+    // Both lanes must compute the same value: order the operands by lane, not by caller.
+    v = (threadIdx.x & offset) ? dd_add(other, v) : dd_add(v, other);
+  }
+  return v;
+}
+
+template <class T, class A>
+struct ReproArgs {
+  const T* in;
+  std::size_t n;
+  std::size_t tiles;
+  bool aligned;                // in is 16-byte aligned: vector loads
+  unsigned long long* rows;    // per block: its accumulator's limbs and its special-value flags
+  A* out;
+};
+
+// A lane's running sum of 32-bit (or narrower) inputs: a float `sum` with every rounding error
+// of it kept exactly (TwoSum in float) and added to a double `error`. sum + error equals the
+// exact sum of the lane's elements up to the double additions' rounding (about 2^-53 of the
+// errors, themselves 2^-24 of the sum), while most of the work stays in the float pipeline:
+// per element six float additions, one conversion and one double addition.
+struct FloatLane {
+  float sum = 0.0f;
+  double error = 0.0;
+  __device__ __forceinline__ void add(float x) {
+    const float t = __fadd_rn(sum, x);
+    const float z = __fsub_rn(t, sum);
+    const float e = __fadd_rn(__fsub_rn(sum, __fsub_rn(t, z)), __fsub_rn(x, z));
+    error = __dadd_rn(error, static_cast<double>(e));
+    sum = t;
+  }
+};
+
+// A lane's running sum of doubles: TwoSum in double, errors in lo.
+struct DoubleLane {
+  DoubleDouble acc{0.0, 0.0};
+  __device__ __forceinline__ void add(double x) { acc = two_sum_add(acc, x); }
+  __device__ __forceinline__ DoubleDouble total() const { return acc; }
+};
+
+template <class T>
+using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane>;
+
+// A lane's partial of a tile for float-valued sums: the sum of its two chains, and the double sum
+// of every rounding error. The chains join in double with TwoSum: the sum of two floats cannot
+// overflow a double, and the join's own error (zero unless the chains differ by more than 2^29)
+// is kept exactly like the others. Both halves are whole multiples of 2^-149.
+struct LanePartial {
+  double sum;
+  double error;
+};
+
+__device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2]) {
+  const double a = lanes[0].sum, b = lanes[1].sum;
+  const double s = __dadd_rn(a, b);
+  const double z = __dsub_rn(s, a);
+  const double join = __dadd_rn(__dsub_rn(a, __dsub_rn(s, z)), __dsub_rn(b, z));
+  return {s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), join)};
+}
+
+// Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
+template <class T>
+__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v) {
+#pragma unroll
+  for (unsigned c = 0; c < kVecElems<T>; ++c) {
+    if constexpr (std::is_same_v<T, double>) lanes[c % 2].add(v.elem[c]);
+    else lanes[c % 2].add(primitives::to_acc<float>(v.elem[c]));
+  }
+}
+
+// Loads batch b (kReproLoadBatch vectors per lane) of `tile` for this lane: 16-byte loads for a
+// whole, aligned tile; element loads in the same order for a misaligned pointer or the last,
+// partial tile, with elements past n read as +0.0 (which leaves every partial unchanged).
+// Vectors per lane per batch: two batches live in registers; 2-byte types unpack to twice the
+// floats, so they take half as many.
+template <class T>
+inline constexpr unsigned kLaneVectors = kReproTile / kVecElems<T> / 32;  // a lane's vectors per tile
+template <class T>
+inline constexpr unsigned kBatch = std::min(sizeof(T) == 2 ? kReproLoadBatch / 2 : kReproLoadBatch, kLaneVectors<T>);
+
+template <class T>
+__device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* in, std::size_t n,
+                                           std::size_t tile, unsigned b, bool aligned, unsigned lane) {
+  constexpr unsigned V = kVecElems<T>;
+  const std::size_t base = tile * kReproTile;
+  if (aligned && base + kReproTile <= n) {
+    const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
+#pragma unroll
+    for (unsigned j = 0; j < kBatch<T>; ++j) batch[j] = primitives::load_vec(v + (b * kBatch<T> + j) * 32);
+  } else {
+#pragma unroll
+    for (unsigned j = 0; j < kBatch<T>; ++j) {
+      const std::size_t first = base + (std::size_t(b * kBatch<T> + j) * 32 + lane) * V;
+#pragma unroll
+      for (unsigned c = 0; c < V; ++c) batch[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
+    }
+  }
+}
+
+
+// A warp sums its tiles (first, first + step, ...) one after the other; lane l owns vectors
+// l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
+// (of this tile or the next) are in flight while the current batch is added. After each tile,
+// add_tile(lanes) takes the lane's two accumulators.
+template <class T, class AddTile>
+__device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
+                                          std::size_t step, bool aligned, unsigned lane, AddTile&& add_tile) {
+  constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / kBatch<T>;
+  static_assert(batches * kBatch<T> * 32 * kVecElems<T> == kReproTile);
+  if (first >= tiles) return;
+  Vec<T> next[kBatch<T>];
+  load_batch(next, in, n, first, 0, aligned, lane);
+  for (std::size_t tile = first; tile < tiles; tile += step) {
+    Lane<T> lanes[2];
+#pragma unroll
+    for (unsigned b = 0; b < batches; ++b) {
+      Vec<T> current[kBatch<T>];
+#pragma unroll
+      for (unsigned j = 0; j < kBatch<T>; ++j) current[j] = next[j];
+      if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
+      else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
+#pragma unroll
+      for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
+    }
+    add_tile(lanes);
+  }
+}
+
+template <class A>
+using ReproShared = primitives::ExactShared<A, kReproThreads / 32>;
+
+// Each block sums its tiles into its warps' exact accumulators and stores the block's row of
+// limbs. A grid of one block then rounds its own row; a larger grid leaves the rows to
+// repro_finish_kernel, which runs after it.
+template <class T>
+__global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+  using A = acc_t<T, Sum>;
+  constexpr unsigned warps = kReproThreads / 32;
+  __shared__ ReproShared<A> shared;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  primitives::ExactSum<A> exact;
+  // Tiles go round the blocks first, so a small input still spreads over many SMs.
+  const std::size_t first = blockIdx.x + std::size_t(warp) * gridDim.x;
+  const std::size_t step = std::size_t(gridDim.x) * warps;
+  if constexpr (std::is_same_v<A, float>) {
+    __shared__ primitives::LaneLimbs lane_limbs[warps];
+    primitives::LaneExact lane_exact(lane_limbs[warp], lane);
+    sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](FloatLane (&lanes)[2]) {
+      const LanePartial partial = lane_partial(lanes);
+      lane_exact.add(partial.sum, partial.error);
+    });
+    lane_exact.into(exact);
+    exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
+  } else {
+    sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](DoubleLane (&lanes)[2]) {
+      exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
+    });
+  }
+  unsigned long long* row = args.rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;
+  primitives::store_exact_row(exact, shared, row);
+  if (gridDim.x == 1) primitives::finish_exact_rows(args.rows, 1, shared, args.out);
+}
+
+// One block, after repro_sum_kernel's grid: the rounded exact total of its rows.
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsigned long long* rows, unsigned count, A* out) {
+  __shared__ ReproShared<A> shared;
+  primitives::wait_for_prior_grid();
+  primitives::finish_exact_rows(rows, count, shared, out);
+}
+
+}  // namespace fastreduce::engine

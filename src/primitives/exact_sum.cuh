@@ -1,0 +1,417 @@
+// The exact fixed-point accumulator of reproducible sums, and its rounding.
+//
+// Every finite double is an integer multiple of 2^-1074, so sums of doubles (and of the floats
+// and rounding errors of float-valued sums, multiples of 2^-149) can be added *exactly* as
+// integers: 32-bit limbs, each held in a signed 64-bit word so that many additions need no carry.
+// Integer addition is associative, so partials may meet in any order, on any warp, block, SM or
+// GPU, and give the same limbs; the total is rounded once at the end (round_exact). The total
+// is reachable unrounded: gather_exact_rows leaves it normalised (a magnitude in 32-bit limbs,
+// a sign and the special-value flags) before round_exact turns it into a float or double.
+//
+// Layout for a grid: each block stores a row of kExactRowWords<A> 8-byte words (its limbs, then a
+// word of kPlusInf / kMinusInf / kNaN flags); one block then adds all rows (gather_exact_rows).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "primitives/warp_reduce.cuh"
+
+namespace fastreduce::primitives {
+
+// A value held as an unevaluated sum hi + lo of two doubles.
+struct alignas(16) DoubleDouble {
+  double hi;
+  double lo;
+};
+
+// The bitwise or of `value` over the warp (every lane gets it): one instruction from sm_80 on.
+__device__ __forceinline__ unsigned warp_or(unsigned value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_or_sync(kFullMask, value);
+#else
+  for (unsigned offset = 16; offset > 0; offset /= 2) value |= __shfl_xor_sync(kFullMask, value, offset);
+  return value;
+#endif
+}
+
+// The exact accumulator. Limb j counts units of 2^(kLowBit + 32 j); 32 * kWordsPerLane limbs
+// are spread over the warp's lanes (limb j on lane j % 32), each in a signed 64-bit integer so
+// that 2^31 additions of 32-bit pieces cannot overflow it. Every finite partial of a
+// float-valued sum (a lane's sum of its two float chains or its double sum of errors) is a
+// multiple of 2^-149 (it is made of float values and their exact rounding errors) and below
+// 2^129; every tile partial
+// of a double sum, a multiple of 2^-1074 below 2^1037. The limbs reach 2^875 and 2^1998: room
+// for any sum of such partials.
+template <class A>
+struct ExactFormat;
+template <>
+struct ExactFormat<float> {
+  static constexpr int kLowBit = -149;
+  static constexpr unsigned kWordsPerLane = 1;
+};
+template <>
+struct ExactFormat<double> {
+  static constexpr int kLowBit = -1074;
+  static constexpr unsigned kWordsPerLane = 3;
+};
+
+enum : unsigned { kPlusInf = 1, kMinusInf = 2, kNaN = 4 };
+
+// A double taken apart for an exact accumulator whose lowest bit is 2^low_bit: a finite x is
+// (negative ? -1 : 1) * mantissa * 2^(low_bit + position); infinity or NaN only sets `special`.
+struct SplitDouble {
+  unsigned long long mantissa;
+  int position;
+  bool negative;
+  unsigned special;  // kPlusInf, kMinusInf or kNaN for a non-finite x, else 0
+};
+
+__device__ __forceinline__ SplitDouble split_double(double x, int low_bit) {
+  const unsigned long long bits = static_cast<unsigned long long>(__double_as_longlong(x));
+  const int exponent = static_cast<int>((bits >> 52) & 0x7FF);
+  const unsigned long long fraction = bits & ((1ull << 52) - 1);
+  const bool negative = (bits >> 63) != 0;
+  if (exponent == 0x7FF) return {0, 0, negative, fraction != 0 ? kNaN : negative ? kMinusInf : kPlusInf};
+  const unsigned long long mantissa = exponent != 0 ? fraction | (1ull << 52) : fraction;
+  return {mantissa, (exponent != 0 ? exponent - 1075 : -1074) - low_bit, negative, 0};
+}
+
+template <class A>
+struct ExactSum {
+  static constexpr int kLowBit = ExactFormat<A>::kLowBit;
+  static constexpr unsigned K = ExactFormat<A>::kWordsPerLane;
+  static constexpr unsigned kLimbs = 32 * K;
+  long long limb[K] = {};  // this lane's limbs: lane + 32 k
+  unsigned special = 0;    // kPlusInf | kMinusInf | kNaN seen
+
+  // Adds x exactly. Every lane of the warp passes the same x and adds the bits of its limbs.
+  __device__ __forceinline__ void add(double x, unsigned lane) {
+    const SplitDouble d = split_double(x, kLowBit);
+    if (d.special != 0) {
+      special |= d.special;
+      return;
+    }
+    // The mantissa's bit 0 is bit d.position of the accumulator (bits below the accumulator's,
+    // which no partial has, would be dropped).
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      const int shift = 32 * static_cast<int>(lane + 32 * k) - d.position;  // mantissa bit at the limb's bit 0
+      unsigned long long piece = 0;
+      if (shift >= 0) piece = shift < 64 ? (d.mantissa >> shift) & 0xFFFFFFFFull : 0;
+      else if (shift > -32) piece = (d.mantissa << -shift) & 0xFFFFFFFFull;
+      limb[k] += d.negative ? -static_cast<long long>(piece) : static_cast<long long>(piece);
+    }
+  }
+  __device__ __forceinline__ void add(const DoubleDouble& partial, unsigned lane) {
+    add(partial.hi, lane);
+    // A partial that overflowed in its last step is (inf, -inf): its hi alone says which.
+    if (isfinite(partial.hi)) add(partial.lo, lane);
+  }
+};
+
+// Float-valued sums: every lane keeps its own exact accumulator in shared memory, so that a
+// tile's lane partials need no butterfly (five levels of shuffles and dependent double-double
+// additions: about a microsecond per tile on an H100, which the last tile of every warp could not
+// hide). Each lane adds its tile partial (two doubles) exactly into limbs of its
+// own, with a few integer instructions and no exchange.
+// Limb q of a lane counts units of 2^(kLowBit + 32 q), the grid of ExactSum<float>, and lives in
+// column `lane` of row q (each lane its own column: no bank conflict, whichever rows the lanes
+// touch).
+// Both halves of a partial are whole multiples of 2^-149 below 2^129, so their bits land in limbs
+// 0 .. kLaneLimbs - 1; sums and errors have rows of their own, so a tile's two additions touch
+// different words.
+inline constexpr unsigned kLaneLimbs = 9;  // bits 2^-149 .. 2^138 (a partial's highest is 2^128)
+
+struct LaneLimbs {
+  long long sums[kLaneLimbs][32];
+  long long errors[kLaneLimbs][32];
+};
+
+struct LaneExact {
+  static constexpr int kLowBit = ExactFormat<float>::kLowBit;
+  LaneLimbs& limbs;
+  unsigned lane;
+  unsigned special = 0;  // kPlusInf | kMinusInf | kNaN seen
+
+  __device__ __forceinline__ LaneExact(LaneLimbs& l, unsigned lane_index) : limbs(l), lane(lane_index) {
+#pragma unroll
+    for (unsigned q = 0; q < kLaneLimbs; ++q) limbs.sums[q][lane] = limbs.errors[q][lane] = 0;
+  }
+  // Adds a lane's partial exactly: its sum and the sum of its rounding errors, both whole
+  // multiples of 2^-149 below 2^129 (a non-finite sum only sets the flags).
+  __device__ __forceinline__ void add(double sum, double error) {
+    const SplitDouble s = split_double(sum, kLowBit);
+    if (s.special != 0) {  // a chain overflowed or saw infinity or NaN: the error is meaningless
+      special |= s.special;
+      return;
+    }
+    add_split(limbs.sums, s);
+    add_split(limbs.errors, split_double(error, kLowBit));
+  }
+  // The warp's limbs in ExactSum's layout (limb q on lane q). Three lanes add up each row
+  // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
+  // k: consecutive lanes, consecutive columns, no bank conflict), then lane q takes the three
+  // partial sums.
+  __device__ __forceinline__ void into(ExactSum<float>& exact) const {
+    static_assert(3 * kLaneLimbs <= 32);
+    __syncwarp();  // every lane's last additions are visible
+    const unsigned row = lane / 3;
+    long long part = 0;
+    if (row < kLaneLimbs) {
+#pragma unroll
+      for (unsigned k = 0; k < 11; ++k) {
+        if (lane % 3 == 2 && k == 10) break;  // 11 + 11 + 10 columns
+        const unsigned column = (lane + 3 * k) % 32;
+        part += limbs.sums[row][column] + limbs.errors[row][column];
+      }
+    }
+    part += __shfl_down_sync(kFullMask, part, 1) + __shfl_down_sync(kFullMask, part, 2);
+    const long long total = __shfl_sync(kFullMask, part, 3 * lane % 32);
+    exact.limb[0] = lane < kLaneLimbs ? total : 0;
+    exact.special = warp_or(special);
+  }
+
+ private:
+  // Adds a finite double, a whole multiple of 2^-149 below 2^129, to this lane's limbs: the
+  // 32-bit pieces of its mantissa, shifted to its place, go into limbs position / 32 and up.
+  __device__ __forceinline__ void add_split(long long (&row)[kLaneLimbs][32], const SplitDouble& x) {
+    unsigned long long mantissa = x.mantissa;
+    int position = x.position;
+    if (position < 0) {  // x is a multiple of 2^-149: the mantissa's bits under it are zero
+      mantissa = -position < 64 ? mantissa >> -position : 0;
+      position = 0;
+    }
+    const unsigned q = static_cast<unsigned>(position) / 32;
+    const unsigned r = static_cast<unsigned>(position) % 32;
+    const unsigned long long low = mantissa << r;
+    const unsigned long long high = r != 0 ? mantissa >> (64 - r) : 0;  // below 2^20
+    const long long pieces[3] = {static_cast<long long>(low & 0xFFFFFFFFull), static_cast<long long>(low >> 32),
+                                 static_cast<long long>(high)};
+#pragma unroll
+    for (unsigned i = 0; i < 3; ++i) {
+      if (q + i < kLaneLimbs) row[q + i][lane] += x.negative ? -pieces[i] : pieces[i];
+    }
+  }
+};
+
+// Brings a warp's limbs (limb j on lane j) within [-1, 2^32] below the top one, without
+// changing their value: two rounds of passing each limb's bits above 32 to the next lane. The
+// block and grid sums then add at most one such row per warp, whatever the length of the input.
+__device__ __forceinline__ long long carry_once(long long limb, unsigned lane) {
+  const long long carry = limb >> 32;  // arithmetic shift: floor division by 2^32
+  const long long from_below = __shfl_up_sync(kFullMask, carry, 1);
+  if (lane == 31) return limb + from_below;  // the top limb keeps its sign and everything above
+  return (limb & 0xFFFFFFFFll) + (lane != 0 ? from_below : 0);
+}
+
+// Carries every limb's bits above 32 into the next one, bottom to top, in place (one thread):
+// limbs 0 .. W - 2 end in [0, 2^32) and the top limb keeps the sign of the total. A negative
+// total is then negated the same way, so the limbs hold its magnitude. Returns the sign.
+// No limb below `lowest` or above `highest` is non-zero: carrying starts at the first, and past
+// the second only the carry is left to place.
+template <unsigned W>
+__device__ __forceinline__ bool normalize_limbs(unsigned long long* limbs, unsigned lowest, unsigned highest) {
+  long long carry = 0;
+  unsigned j = lowest;
+  for (; j + 1 < W && (j <= highest || (carry != 0 && carry != -1)); ++j) {
+    const long long v = static_cast<long long>(limbs[j]) + carry;
+    carry = v >> 32;  // arithmetic shift: floor division by 2^32
+    limbs[j] = static_cast<unsigned long long>(v & 0xFFFFFFFFll);
+  }
+  // Limbs 0 .. end - 1 are in [0, 2^32); `top` counts units of limb `end` and holds everything
+  // from there up (the top limb when the loop reached it, else only the carry: 0 or -1).
+  const unsigned end = j;
+  const bool reached_top = end + 1 == W;
+  const long long top = reached_top ? static_cast<long long>(limbs[W - 1]) + carry : carry;
+  if (top >= 0) {
+    limbs[end] = static_cast<unsigned long long>(top);
+    return false;
+  }
+  // Negative: the magnitude is the two's complement, borrowing up from limb 0.
+  carry = 0;
+  for (unsigned i = lowest; i < end; ++i) {
+    const long long v = carry - static_cast<long long>(limbs[i]);
+    carry = v >> 32;
+    limbs[i] = static_cast<unsigned long long>(v & 0xFFFFFFFFll);
+  }
+  limbs[end] = static_cast<unsigned long long>(carry - top);
+  return true;
+}
+
+// The value of normalised limbs (a magnitude, and its sign) rounded once to A (round to nearest
+// even), computed by one warp; the result is valid in lane 0.
+template <class A>
+__device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool negative, unsigned special, unsigned lane) {
+  using Exact = ExactSum<A>;
+  constexpr unsigned K = Exact::K;
+  if (special != 0) {  // what IEEE addition gives: NaN, or the one sign of infinity seen
+    const bool nan = special & kNaN || (special & kPlusInf && special & kMinusInf);
+    const double value = __longlong_as_double(nan ? 0x7FF8000000000000ll : 0x7FF0000000000000ll);
+    return static_cast<A>(special == kMinusInf ? -value : value);
+  }
+  long long limb[K];
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
+  // The highest non-zero limb h, and limbs h, h - 1, h - 2 from their lanes.
+  int h = -1;
+#pragma unroll
+  for (int k = K - 1; k >= 0; --k) {
+    const unsigned mask = __ballot_sync(kFullMask, limb[k] != 0);
+    if (h < 0 && mask != 0) h = 32 * k + 31 - __clz(mask);
+  }
+  if (h < 0) return A(0);
+  auto limb_at = [&](int j) -> unsigned long long {
+    long long mine = 0;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) if (j >= 0 && unsigned(j) / 32 == k) mine = limb[k];
+    const long long v = __shfl_sync(kFullMask, mine, j >= 0 ? j % 32 : 0);
+    return j >= 0 ? static_cast<unsigned long long>(v) : 0ull;
+  };
+  const unsigned long long l2 = limb_at(h), l1 = limb_at(h - 1), l0 = limb_at(h - 2);
+  bool below = false;  // any limb under h - 2 non-zero
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) below = below || (int(lane + 32 * k) < h - 2 && limb[k] != 0);
+  below = __any_sync(kFullMask, below);
+  // 64 leading bits of the magnitude, with everything under them folded into a sticky bit, so
+  // that the one conversion below rounds exactly as the infinite-precision value would.
+  const int lz = __clz(static_cast<unsigned>(l2));
+  const unsigned long long high = (l2 << 32) | l1;
+  unsigned long long m = (high << lz) | (lz > 0 ? l0 >> (32 - lz) : 0ull);
+  const bool sticky = below || ((l0 << lz) & 0xFFFFFFFFull) != 0;
+  m |= sticky ? 1ull : 0ull;
+  const int scale = Exact::kLowBit + 32 * (h - 1) - lz;  // the value is m * 2^scale
+  A r;
+  if constexpr (std::is_same_v<A, float>) r = ldexpf(__ull2float_rn(m), scale);
+  else r = ldexp(__ull2double_rn(m), scale);
+  return negative ? -r : r;
+}
+
+// What a block stores for the grid: its limbs and a word of special-value flags.
+template <class A>
+inline constexpr unsigned kExactRowWords = ExactSum<A>::kLimbs + 1;
+
+// Shared memory of a block that stores or gathers rows: a row of limbs per warp, and each warp's
+// special-value flags.
+template <class A, unsigned Warps>
+struct ExactShared {
+  long long limbs[Warps][ExactSum<A>::kLimbs];
+  unsigned special[Warps];
+};
+
+// The block's warps add their accumulators (limb j on lane j % 32 of each warp) and store the
+// block's row at `row`. Ends with the block's threads done with `shared`.
+template <class A, unsigned Warps>
+__device__ __forceinline__ void store_exact_row(const ExactSum<A>& exact, ExactShared<A, Warps>& shared,
+                                                unsigned long long* row) {
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) shared.limbs[warp][lane + 32 * k] = exact.limb[k];
+  if (lane == 0) shared.special[warp] = exact.special;
+  __syncthreads();  // every warp's limbs are in shared memory
+  for (unsigned t = threadIdx.x; t < W; t += Warps * 32) {
+    long long sum = 0;
+#pragma unroll
+    for (unsigned w = 0; w < Warps; ++w) sum += shared.limbs[w][t];
+    row[t] = static_cast<unsigned long long>(sum);
+  }
+  if (threadIdx.x == 0) {
+    unsigned special = 0;
+#pragma unroll
+    for (unsigned w = 0; w < Warps; ++w) special |= shared.special[w];
+    row[W] = special;
+  }
+  __syncthreads();  // every thread is done reading `shared`, and the row is written
+}
+
+// The exact total of `count` rows, normalised: a magnitude in 32-bit limbs, its sign and the
+// special-value flags. Valid in warp 0 only (the other warps return with `limbs` null).
+template <class A>
+struct ExactTotal {
+  const unsigned long long* limbs;  // ExactSum<A>::kLimbs limbs in shared memory, limb j = 2^(32 j) units
+  bool negative;
+  unsigned special;
+};
+
+// One block of Warps warps adds rows[0 .. count) (each kExactRowWords<A> words, written by an
+// earlier grid or by this block before a barrier). Warp w adds rows w, w + Warps, ... with lane
+// l taking limbs l + 32 k (coalesced), several rows' loads in flight before their additions;
+// then warp 0 adds the warps' sums and carries them into 32-bit limbs.
+template <class A, unsigned Warps>
+__device__ __forceinline__ ExactTotal<A> gather_exact_rows(const unsigned long long* rows, unsigned count,
+                                                           ExactShared<A, Warps>& shared) {
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  constexpr unsigned kWords = kExactRowWords<A>;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  constexpr unsigned kInFlight = 24 / K;  // all rows at once up to 192 (float) or 64 (double)
+  long long acc[K] = {};
+  unsigned special = 0;
+  for (unsigned first = warp; first < count; first += Warps * kInFlight) {
+    long long row[kInFlight][K];
+    unsigned flags[kInFlight];
+#pragma unroll
+    for (unsigned i = 0; i < kInFlight; ++i) {
+      const unsigned b = first + i * Warps;
+      const unsigned long long* words = rows + std::size_t(b) * kWords;
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) row[i][k] = b < count ? static_cast<long long>(__ldcg(words + lane + 32 * k)) : 0;
+      flags[i] = b < count && lane == 0 ? static_cast<unsigned>(__ldcg(words + W)) : 0u;
+    }
+#pragma unroll
+    for (unsigned i = 0; i < kInFlight; ++i) {
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) acc[k] += row[i][k];
+      special |= flags[i];
+    }
+  }
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) shared.limbs[warp][lane + 32 * k] = acc[k];
+  if (lane == 0) shared.special[warp] = special;
+  __syncthreads();  // every warp's sums are in shared memory
+  if (warp != 0) return {nullptr, false, 0};
+  // Warp 0 adds the warps' rows into row 0 (each lane its own limbs), then carries.
+  unsigned long long* total = reinterpret_cast<unsigned long long*>(shared.limbs[0]);
+  unsigned lowest = W - 1, highest = 0;  // the non-zero limbs before carrying
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) {
+    long long sum = 0;
+#pragma unroll
+    for (unsigned w = 0; w < Warps; ++w) sum += shared.limbs[w][lane + 32 * k];
+    total[lane + 32 * k] = static_cast<unsigned long long>(sum);
+    const unsigned mask = __ballot_sync(kFullMask, sum != 0);
+    if (mask != 0) {
+      highest = 32 * k + 31 - __clz(mask);
+      lowest = lowest < 32 * k ? lowest : 32 * k + __ffs(mask) - 1;
+    }
+  }
+  special = 0;
+#pragma unroll
+  for (unsigned w = 0; w < Warps; ++w) special |= shared.special[w];
+  if (lowest > highest) lowest = 0;  // all zero
+  __syncwarp();  // the totals are visible to lane 0
+  bool negative = false;
+  if (lane == 0) negative = normalize_limbs<W>(total, lowest, highest);
+  __syncwarp();  // lane 0's normalised limbs are visible to the warp
+  negative = __shfl_sync(kFullMask, negative, 0);
+  return {total, negative, special};
+}
+
+// One block: the rounded exact total of rows[0 .. count) into *out.
+template <class A, unsigned Warps>
+__device__ __forceinline__ void finish_exact_rows(const unsigned long long* rows, unsigned count,
+                                                  ExactShared<A, Warps>& shared, A* out) {
+  const ExactTotal<A> total = gather_exact_rows<A, Warps>(rows, count, shared);
+  if (total.limbs == nullptr) return;
+  const unsigned lane = threadIdx.x % 32;
+  const A result = round_exact<A>(total.limbs, total.negative, total.special, lane);
+  if (lane == 0) *out = result;
+}
+
+}  // namespace fastreduce::primitives
