@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian/Ubuntu packages), builds, and runs every test.
-# Without a GPU the GPU tier skips and says so; the CPU tier always runs.
+# Installs what is missing (Debian/Ubuntu packages), builds, and runs every test: the CPU tier,
+# the GPU tier (reported as skipped without a GPU), the CMake package (installed, then used by
+# examples/consumer through find_package, and the same consumer building this tree through
+# add_subdirectory), and the check that the README's tables match the committed results.
 #   scripts/test.sh            # build into ./build and run ctest
 #   BUILD_DIR=out JOBS=8 scripts/test.sh
 set -euo pipefail
@@ -31,3 +33,15 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$JOBS"
 echo "build took $(( $(date +%s) - start )) s"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+echo "== the CMake package and examples/consumer"
+rm -rf "$BUILD_DIR/install" "$BUILD_DIR/consumer-package" "$BUILD_DIR/consumer-subdirectory"
+cmake --install "$BUILD_DIR" --prefix "$BUILD_DIR/install" > /dev/null
+cmake -S examples/consumer -B "$BUILD_DIR/consumer-package" -G Ninja -DCMAKE_PREFIX_PATH="$PWD/$BUILD_DIR/install" > /dev/null
+cmake --build "$BUILD_DIR/consumer-package"
+cmake -S examples/consumer -B "$BUILD_DIR/consumer-subdirectory" -G Ninja -DFASTREDUCE_SOURCE_DIR="$PWD" > /dev/null
+cmake --build "$BUILD_DIR/consumer-subdirectory" -j "$JOBS"
+
+echo "== README tables against docs/results"
+python3 scripts/results_tables.py --check
+echo "all done in $(( $(date +%s) - start )) s"

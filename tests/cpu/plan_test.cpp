@@ -6,52 +6,93 @@
 namespace eng = fastreduce::engine;
 
 TEST(EnginePlan, AlignedFloatsSplitIntoVectors) {
-  const auto plan = eng::plan_fast(1000, 4, 0x1000, 4, eng::kSm90Small, 132, 8, 0);
+  const auto plan = eng::plan_fast(1000, 4, 0x1000, 4, eng::kSmall, 132, 8, 0);
   EXPECT_EQ(plan.head, 0u);
   EXPECT_EQ(plan.vectors, 250u);
   EXPECT_EQ(plan.grid, 1u);
   EXPECT_GE(plan.share * plan.grid, plan.vectors);
-  EXPECT_EQ(plan.share % eng::kSm90Small.threads, 0u);
+  EXPECT_EQ(plan.share % eng::kSmall.threads, 0u);
 }
 
 TEST(EnginePlan, MisalignedPointerPeelsAHead) {
   // A float pointer 4 bytes past a 16-byte boundary: 3 elements before the next boundary.
-  const auto plan = eng::plan_fast(1003, 4, 0x1004, 4, eng::kSm90Small, 132, 8, 0);
+  const auto plan = eng::plan_fast(1003, 4, 0x1004, 4, eng::kSmall, 132, 8, 0);
   EXPECT_EQ(plan.head, 3u);
   EXPECT_EQ(plan.vectors, 250u);
   EXPECT_EQ(plan.head + plan.vectors * 4, 1003u);
   // Fewer elements than the head: all of them are head.
-  const auto tiny = eng::plan_fast(2, 4, 0x1004, 4, eng::kSm90Small, 132, 8, 0);
+  const auto tiny = eng::plan_fast(2, 4, 0x1004, 4, eng::kSmall, 132, 8, 0);
   EXPECT_EQ(tiny.head, 2u);
   EXPECT_EQ(tiny.vectors, 0u);
   // double 8 bytes past: 1 element of head.
-  EXPECT_EQ(eng::plan_fast(9, 8, 0x1008, 8, eng::kSm90Small, 132, 8, 0).head, 1u);
+  EXPECT_EQ(eng::plan_fast(9, 8, 0x1008, 8, eng::kSmall, 132, 8, 0).head, 1u);
 }
 
 TEST(EnginePlan, GridGrowsWithNAndStopsAtResidentCapacity) {
-  const auto mid = eng::plan_fast(std::size_t(1) << 20, 4, 0, 4, eng::kSm90Small, 132, 8, 0);
-  EXPECT_EQ(mid.grid, (std::size_t(1) << 18) / eng::kSm90Small.vectors_per_block);
-  const auto big = eng::plan_fast(std::size_t(1) << 30, 4, 0, 4, eng::kSm90Small, 132, 8, 0);
+  const auto mid = eng::plan_fast(std::size_t(1) << 20, 4, 0, 4, eng::kSmall, 132, 8, 0);
+  EXPECT_EQ(mid.grid, (std::size_t(1) << 18) / eng::kSmall.vectors_per_block);
+  const auto big = eng::plan_fast(std::size_t(1) << 30, 4, 0, 4, eng::kSmall, 132, 8, 0);
   EXPECT_EQ(big.grid, 132u * 8u);
   EXPECT_GE(std::size_t(big.share) * big.grid, big.vectors);
   EXPECT_EQ(big.temp_bytes, 132u * 8u * 4u);
 }
 
-// Up to kSm90TinyMaxBytes the input is one block's single round of loads: an ordinary launch.
-TEST(EnginePlan, TinyInputsAreOneBlockWithOneRoundOfLoads) {
-  const std::size_t floats = eng::kSm90TinyMaxBytes / 4;
-  for (std::uintptr_t address : {std::uintptr_t(0x1000), std::uintptr_t(0x1004)}) {
-    const auto plan = eng::plan_fast(floats, 4, address, 4, eng::kSm90Tiny, 132, 2, 0);
-    EXPECT_EQ(plan.grid, 1u);
-    EXPECT_EQ(plan.share, std::size_t(eng::kSm90Tiny.threads) * eng::kSm90Tiny.unroll);
-    EXPECT_GE(plan.share, plan.vectors);
+// The one-block policy: one block whatever n is, its threads striding over every vector.
+TEST(EnginePlan, OneBlockPolicyIsOneBlock) {
+  for (std::size_t n : {std::size_t(0), std::size_t(5), eng::kSm90.one_block_max_bytes / 4, std::size_t(1) << 24}) {
+    for (std::uintptr_t address : {std::uintptr_t(0x1000), std::uintptr_t(0x1004)}) {
+      const auto plan = eng::plan_fast(n, 4, address, 4, eng::kOneBlock, 132, 2, 0);
+      EXPECT_EQ(plan.grid, 1u);
+      EXPECT_GE(plan.share, plan.vectors);
+      EXPECT_EQ(plan.share % eng::kOneBlock.threads, 0u);
+    }
   }
-  EXPECT_EQ(eng::plan_fast(eng::kSm90TinyMaxBytes / 8, 8, 0, 8, eng::kSm90Tiny, 132, 2, 0).grid, 1u);
+}
+
+TEST(EnginePlan, PathsFollowTheArchitecturesLimits) {
+  const eng::ArchPolicy& hopper = eng::policy_for(9);
+  EXPECT_EQ(&hopper, &eng::kSm90);
+  EXPECT_EQ(&eng::policy_for(8), &eng::kGeneric);
+  EXPECT_EQ(&eng::policy_for(10), &eng::kSm90);
+  for (const eng::ArchPolicy* arch : {&eng::kSm90, &eng::kGeneric}) {
+    EXPECT_EQ(eng::select_fast_path(0, 4, *arch, true), eng::Path::OneBlock);
+    EXPECT_EQ(eng::select_fast_path(arch->one_block_max_bytes, 4, *arch, true), eng::Path::OneBlock);
+    EXPECT_EQ(eng::select_fast_path(arch->one_block_max_bytes + 1, 4, *arch, true), eng::Path::Small);
+    EXPECT_EQ(eng::select_fast_path(arch->small_max_bytes, 4, *arch, true), eng::Path::Small);
+    EXPECT_EQ(eng::select_fast_path(arch->small_max_bytes + 1, 4, *arch, true), eng::Path::Large);
+  }
+  const std::size_t bulk = eng::kSm90.bulk_min_bytes;
+  EXPECT_EQ(eng::select_fast_path(bulk - 1, 4, eng::kSm90, true), eng::Path::Large);
+  EXPECT_EQ(eng::select_fast_path(bulk, 4, eng::kSm90, true), eng::Path::Bulk);
+  EXPECT_EQ(eng::select_fast_path(bulk, 8, eng::kSm90, true), eng::Path::Bulk);
+  // Not where the bulk kernel cannot run (code compiled for an older GPU), nor for 1- and 2-byte
+  // types, nor on architectures without bulk copies.
+  EXPECT_EQ(eng::select_fast_path(bulk, 4, eng::kSm90, false), eng::Path::Large);
+  EXPECT_EQ(eng::select_fast_path(bulk, 2, eng::kSm90, true), eng::Path::Large);
+  EXPECT_EQ(eng::select_fast_path(bulk, 1, eng::kSm90, true), eng::Path::Large);
+  EXPECT_EQ(eng::select_fast_path(std::size_t(1) << 40, 4, eng::kGeneric, true), eng::Path::Large);
+  for (auto path : {eng::Path::OneBlock, eng::Path::Small, eng::Path::Large, eng::Path::Bulk, eng::Path::Reproducible}) {
+    EXPECT_STRNE(eng::path_name(path), "?");
+  }
+}
+
+// The depth bounds a sum's error: it counts a thread's chain of vectors, the additions inside a
+// vector, the head and tail, the block reduction and the combine of the partials.
+TEST(EnginePlan, SummationDepthFollowsThePlan) {
+  const auto one = eng::plan_fast(1000, 4, 0, 4, eng::kOneBlock, 132, 2, 0);
+  EXPECT_EQ(eng::fast_depth(one, eng::kOneBlock.threads, 2), 1u + 2u + 2u + 10u);
+  const auto many = eng::plan_fast(std::size_t(1) << 24, 4, 0, 4, eng::kLarge, 132, 2, 0);
+  ASSERT_EQ(many.grid, 264u);
+  const std::size_t per_thread = (many.share + 1023) / 1024;
+  EXPECT_EQ(eng::fast_depth(many, 1024, 2), per_thread + 2 + 2 + 10 + (2 + 10));  // 264 partials: 2 per combine thread
+  const std::size_t n = (std::size_t(1) << 28) + 5;
+  const auto bulk = eng::plan_bulk(n, 4, 0, 4, eng::kBulk.stage_bytes, 132, 1, 0);
+  EXPECT_EQ(eng::bulk_depth(bulk, n, eng::kBulk, 2), bulk.stages_per_block * 4 + 2 + 1 + 1 + 10 + (1 + 10));
 }
 
 TEST(EnginePlan, MaxBlocksCapsTheGrid) {
   for (unsigned cap : {1u, 3u, 7u, 64u}) {
-    const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSm90Small, 132, 8, cap);
+    const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSmall, 132, 8, cap);
     EXPECT_EQ(plan.grid, cap);
     EXPECT_GE(std::size_t(plan.share) * plan.grid, plan.vectors);
   }
@@ -59,8 +100,8 @@ TEST(EnginePlan, MaxBlocksCapsTheGrid) {
 
 TEST(EnginePlan, TempSizeDoesNotDependOnTheAddressAndIsNeverZero) {
   for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000003), std::size_t(1) << 31}) {
-    const auto a = eng::plan_fast(n, 4, 0, 4, eng::kSm90Small, 132, 8, 0);
-    const auto b = eng::plan_fast(n, 4, 0x1004, 4, eng::kSm90Small, 132, 8, 0);
+    const auto a = eng::plan_fast(n, 4, 0, 4, eng::kSmall, 132, 8, 0);
+    const auto b = eng::plan_fast(n, 4, 0x1004, 4, eng::kSmall, 132, 8, 0);
     EXPECT_EQ(a.temp_bytes, b.temp_bytes);
     EXPECT_GT(a.temp_bytes, 0u);
   }
@@ -92,7 +133,11 @@ TEST(EnginePlan, ReproducibleTilesDependOnNAlone) {
   EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 97).grid, 1u);
   EXPECT_EQ(eng::plan_reproducible(0, 132, 8, 0, 97).temp_bytes, 97u * 8u);
   EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 33).tiles, 2u);
-  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 33).grid, 2u);
+  // While one block's 8 warps can take a tile each, that block alone (one launch); above, a
+  // block per tile up to what is resident.
+  EXPECT_EQ(eng::plan_reproducible(4097, 132, 8, 0, 33).grid, 1u);
+  EXPECT_EQ(eng::plan_reproducible(8 * 4096, 132, 8, 0, 33).grid, 1u);
+  EXPECT_EQ(eng::plan_reproducible(8 * 4096 + 1, 132, 8, 0, 33).grid, 9u);
 }
 
 TEST(EngineArguments, NullPointersAndSmallTempAreRejectedInOrder) {

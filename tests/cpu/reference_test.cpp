@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "reference/reference.hpp"
+#include "reference.hpp"
 
 namespace fr = fastreduce;
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "ladder/ladder.hpp"
+#include "fastreduce/ladder.hpp"
 
 namespace lad = fastreduce::ladder;
 

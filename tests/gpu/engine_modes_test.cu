@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/repro_kernel.cuh"
+#include "primitives/exact_sum.cuh"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
-#include "reference/reference.hpp"
+#include "reference.hpp"
 
 namespace fr = fastreduce;
 using namespace fastreduce::testing;
@@ -42,7 +42,7 @@ void check_launch_shape_independence() {
   if (!quick()) sizes.push_back((std::size_t(1) << 24) + 4097);  // every block with several tiles, the last one partial
   for (std::size_t n : sizes) {
     DeviceBuffer<T> in(n + 3);
-    ASSERT_EQ(fr::bench::fill_random(in.get(), n + 3, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+    ASSERT_EQ(fr::bench::fill_random(in.get(), n + 3, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
     const auto reference = repro_sum(in.get(), n);
     for (unsigned max_blocks : {1u, 3u, 7u, 64u, 132u}) {  // and below: offsets of 1-3 elements
       EXPECT_TRUE(same_bits(repro_sum(in.get(), n, max_blocks), reference)) << "n=" << n << " max_blocks=" << max_blocks;
@@ -73,7 +73,7 @@ TEST(Reproducible, HundredRunsIdentical) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = quick() ? 100003 : (std::size_t(1) << 24) + 5;
   DeviceBuffer<float> in(n);
-  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const float first = repro_sum(in.get(), n);
   for (int i = 0; i < (quick() ? 5 : 100); ++i) ASSERT_TRUE(same_bits(repro_sum(in.get(), n), first)) << i;
 }
@@ -84,7 +84,7 @@ template <class T>
 void check_foreign_temp_contents(std::size_t n) {
   using A = fr::acc_t<T, fr::Sum>;
   DeviceBuffer<T> in(n);
-  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const A reference = repro_sum(in.get(), n);
   const fr::Options opt{.mode = fr::Mode::Reproducible};
   std::size_t bytes = 0, fast_bytes = 0;
@@ -98,7 +98,7 @@ void check_foreign_temp_contents(std::size_t n) {
     if (pattern >= 0) {
       CUDA_OK(cudaMemset(temp.get(), pattern, words * 8));
     } else if (pattern == -1) {
-      ASSERT_EQ(fr::bench::fill_random(reinterpret_cast<std::uint32_t*>(temp.get()), 2 * words, fr::bench::fresh_seed(),
+      ASSERT_EQ(fr::bench::fill_random(reinterpret_cast<std::uint32_t*>(temp.get()), 2 * words, test_seed(),
                                        fr::bench::Distribution::Signed),
                 cudaSuccess);
     } else {
@@ -126,7 +126,7 @@ TEST(Reproducible, ConcurrentStreamsGiveTheSameBits) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = (std::size_t(1) << 22) + 5;
   DeviceBuffer<float> in(n);
-  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const float reference = repro_sum(in.get(), n);
   constexpr int kStreams = 4, kCalls = 25;
   // A cap below the resident limit, so that several grids can run at once.
@@ -187,7 +187,7 @@ void check_accuracy() {
   const std::size_t n = quick() ? 50001 : 2000003;
   for (int kind = 0; kind < 3; ++kind) {
     for (bool sorted : {false, true}) {
-      auto host = adversarial<T>(kind, n, fr::bench::fresh_seed());
+      auto host = adversarial<T>(kind, n, test_seed());
       if (sorted) std::sort(host.begin(), host.end(), [](T a, T b) { return std::fabs(a) < std::fabs(b); });
       DeviceBuffer<T> in(n);
       CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
@@ -208,11 +208,11 @@ TEST(Reproducible, NonSumOpsTakeTheExactFastPath) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = 100003;
   DeviceBuffer<float> in(n);
-  ASSERT_EQ(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const auto host = fr::bench::to_host(in.get(), n);
   EXPECT_EQ(fr::reduce(in.get(), n, fr::Max{}, {.mode = fr::Mode::Reproducible}), fr::reference::reduce(host.data(), n, fr::Max{}));
   DeviceBuffer<std::int64_t> ints(n);
-  ASSERT_EQ(fr::bench::fill_random(ints.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(ints.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   const auto hi = fr::bench::to_host(ints.get(), n);
   EXPECT_EQ(fr::reduce(ints.get(), n, fr::Sum{}, {.mode = fr::Mode::Reproducible}), fr::reference::reduce(hi.data(), n, fr::Sum{}));
   EXPECT_THROW((void)fr::reduce(in.get(), n, fr::Prod{}, {.mode = fr::Mode::Reproducible}), fr::Error);
@@ -329,14 +329,16 @@ TEST(Reproducible, FloatLaneChainsJoinExactlyWithoutOverflow) {
 }
 
 // The exact accumulators hold up to 2^40 elements' partials: beyond that the call is refused
-// with the documented error, before anything is launched or written.
+// with the documented error, at the size query already and before anything is launched or written.
 TEST(Reproducible, MoreThan2To40ElementsAreRefusedAndNothingIsWritten) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = std::size_t(1) << 40;  // never read: the call must stop before the launch
   const fr::Options opt{.mode = fr::Mode::Reproducible};
   DeviceBuffer<float> in(16), out(1);
   std::size_t bytes = 0;
-  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  EXPECT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, 0, opt)),
+            cudaErrorNotSupported);
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n - 1, fr::Sum{}, 0, opt)), cudaSuccess);
   DeviceBuffer<char> temp(bytes);
   out.poison();
   const float poisoned = read_back(out.get());
@@ -348,12 +350,13 @@ TEST(Reproducible, MoreThan2To40ElementsAreRefusedAndNothingIsWritten) {
     (void)fr::reduce(in.get(), n, fr::Sum{}, opt);
     ADD_FAILURE() << "no exception";
   } catch (const fr::Error& e) {
+    EXPECT_EQ(e.code(), cudaErrorNotSupported);
     EXPECT_NE(std::string(e.what()).find("2^40"), std::string::npos) << e.what();
   }
 }
 
 // The block layout the size query counts (tests/cpu/plan_test.cpp uses these numbers).
-static_assert(fr::engine::kReproBlockWords<float> == 33 && fr::engine::kReproBlockWords<double> == 97);
+static_assert(fr::primitives::kExactRowWords<float> == 33 && fr::primitives::kExactRowWords<double> == 97);
 
 // Thousands of tiles, each holding one value (so each tile partial is that value, exactly), of
 // both signs and many magnitudes: every carry and borrow between limbs is exercised, and the
@@ -361,7 +364,7 @@ static_assert(fr::engine::kReproBlockWords<float> == 33 && fr::engine::kReproBlo
 template <class T>
 void check_exact_over_many_tiles(int min_exponent, int max_exponent) {
   const std::size_t tiles = 3001, tile = 4096, n = tiles * tile;
-  std::mt19937_64 rng(fr::bench::fresh_seed());
+  std::mt19937_64 rng(test_seed());
   std::uniform_int_distribution<int> exponent(min_exponent, max_exponent);
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);
   std::vector<T> host(n, T(0));

@@ -1,16 +1,22 @@
 // Shared pieces of the GPU tier: device detection (the tier skips without a GPU), device
-// buffers, fresh random inputs, and the quick mode used under compute-sanitizer.
+// buffers, fresh random inputs with their seeds printed on failure, and the quick mode used
+// under compute-sanitizer.
 #pragma once
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "data.hpp"
 #include "device_memory.hpp"
+#include "engine/describe.hpp"
+#include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::testing {
 
@@ -37,6 +43,47 @@ inline bool quick() {
 
 #define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr << ": " << cudaGetErrorString(cudaGetLastError())
 
+// The seeds the running test has drawn, printed after each of its failures.
+class SeedLog : public ::testing::EmptyTestEventListener {
+ public:
+  static SeedLog& instance() {
+    static SeedLog* log = [] {
+      auto* l = new SeedLog;
+      ::testing::UnitTest::GetInstance()->listeners().Append(l);  // gtest owns it from here
+      return l;
+    }();
+    return *log;
+  }
+  void add(std::uint64_t seed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seeds_.push_back(seed);
+  }
+  void OnTestStart(const ::testing::TestInfo&) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seeds_.clear();
+  }
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string text = "  seeds drawn by this test so far (FASTREDUCE_TEST_SEED=<seed> replays one):";
+    for (std::uint64_t s : seeds_) text += " " + std::to_string(s);
+    std::printf("%s\n", seeds_.empty() ? "  (no random data drawn yet)" : text.c_str());
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::uint64_t> seeds_;
+};
+
+// A fresh seed for a test's random data (FASTREDUCE_TEST_SEED, when set, replaces every one),
+// remembered so that a failure prints it.
+inline std::uint64_t test_seed() {
+  const char* fixed = std::getenv("FASTREDUCE_TEST_SEED");
+  const std::uint64_t seed = fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : bench::fresh_seed();
+  SeedLog::instance().add(seed);
+  return seed;
+}
+
 // Device memory owned by a test, with a way to poison it.
 template <class T>
 class DeviceBuffer : public bench::DeviceArray<T> {
@@ -60,6 +107,15 @@ T read_back(const T* d) {
 template <class T>
 bool same_bits(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// The path reduce_async takes for these arguments (engine::describe_launch).
+template <class T, class Op = Sum>
+engine::Route route_of(const T* d_in, std::size_t n, const Options& opt = {}) {
+  engine::Route route{};
+  EXPECT_EQ((engine::describe_launch<storage_t<T>, Op>(reinterpret_cast<const storage_t<T>*>(d_in), n, opt, route)),
+            cudaSuccess);
+  return route;
 }
 
 // The edge sizes every path is checked at.

@@ -4,8 +4,8 @@
 
 #include "baselines.hpp"
 #include "gpu_test.hpp"
-#include "ladder/ladder.hpp"
-#include "reference/reference.hpp"
+#include "fastreduce/ladder.hpp"
+#include "reference.hpp"
 
 namespace fr = fastreduce;
 namespace lad = fastreduce::ladder;
@@ -33,7 +33,7 @@ void check_ladder() {
     DeviceBuffer<T> in(n);
     ASSERT_NE(in.get(), nullptr);
     const auto dist = fr::bench::distribution_for(op_name<Op>());
-    CUDA_OK(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), dist, std::is_same_v<Op, fr::BitAnd>));
+    CUDA_OK(fr::bench::fill_random(in.get(), n, test_seed(), dist, std::is_same_v<Op, fr::BitAnd>));
     const std::vector<T> host = fr::bench::to_host(in.get(), n);
     long double expected = 0, scale = 0;
     if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, fr::Sum>) {
@@ -127,7 +127,7 @@ TEST(LadderDriver, LevelsWiderThanTheGridLimitAreSplit) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = 1000003;
   DeviceBuffer<std::int64_t> in(n), out(1);
-  CUDA_OK(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed));
+  CUDA_OK(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed));
   const auto host = fr::bench::to_host(in.get(), n);
   const auto expected = fr::reference::reduce(host.data(), n, fr::Sum{});
   lad::Workspace workspace;
@@ -167,7 +167,7 @@ TEST(LadderDriver, MoreThanTwoToThe32Elements) {
   cudaMemGetInfo(&free_bytes, &total);
   if (free_bytes < n * sizeof(std::int32_t) + (std::size_t(2) << 30)) GTEST_SKIP() << "needs 18 GB of GPU memory";
   DeviceBuffer<std::int32_t> in(n), out(2);
-  CUDA_OK(fr::bench::fill_random(in.get(), n, fr::bench::fresh_seed(), fr::bench::Distribution::Signed));
+  CUDA_OK(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed));
   std::size_t cub_bytes = 0;
   CUDA_OK((fr::bench::cub_reduce<std::int32_t, fr::Sum>(nullptr, cub_bytes, in.get(), out.get() + 1, n, 0)));
   DeviceBuffer<char> cub_temp(cub_bytes);

@@ -1,0 +1,85 @@
+// CUDA graphs: every path captured into a graph and replayed on fresh data, and (FirstCall.*,
+// run by CTest in a process of its own) the library's very first calls made inside a capture,
+// where its lazy queries of the device and the kernels must not break the capture.
+#include <string>
+#include <vector>
+
+#include "fastreduce/fastreduce.cuh"
+#include "gpu_test.hpp"
+#include "reference.hpp"
+
+namespace fr = fastreduce;
+namespace eng = fastreduce::engine;
+using namespace fastreduce::testing;
+
+namespace {
+
+// Captures reduce_async (the size query too, when `query_inside`) on a stream, instantiates the
+// graph and replays it three times, each on fresh whole-number data with a poisoned output: the
+// result must be exact every time.
+template <class T>
+void capture_and_replay(std::size_t n, const fr::Options& opt, bool query_inside) {
+  using A = fr::acc_t<T, fr::Sum>;
+  DeviceBuffer<T> in(n);
+  DeviceBuffer<A> out(1);
+  DeviceBuffer<char> temp(std::size_t(1) << 20);  // more than any path needs at these sizes
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::size_t bytes = 0;
+  if (!query_inside) {
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, stream, opt)), cudaSuccess);
+  }
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  if (query_inside) {
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{}, stream, opt)), cudaSuccess);
+  }
+  ASSERT_LE(bytes, std::size_t(1) << 20);
+  const cudaError_t launched = fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), n, fr::Sum{}, stream, opt);
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  ASSERT_EQ(launched, cudaSuccess) << cudaGetErrorString(launched);
+  ASSERT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::SignedSmallIntegers), cudaSuccess);
+    const auto host = fr::bench::to_host(in.get(), n);
+    out.poison();
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(static_cast<long double>(read_back(out.get())), fr::reference::compensated_sum(host.data(), n))
+        << "n=" << n << " path " << eng::path_name(route_of<T>(in.get(), n, opt).path) << " replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// One size per path (the last one bulk copies on sm_90 builds and GPUs).
+std::vector<std::size_t> one_size_per_path() {
+  return {1000, (std::size_t(1) << 20) + 3, (std::size_t(1) << 23) + 5, (std::size_t(128) << 20) / sizeof(float) + 99};
+}
+
+}  // namespace
+
+TEST(Graph, EveryPathCapturedAndReplayed) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : one_size_per_path()) {
+    capture_and_replay<float>(n, {}, false);
+    capture_and_replay<float>(n, {.mode = fr::Mode::Reproducible}, false);
+  }
+  capture_and_replay<double>((std::size_t(128) << 20) / sizeof(double) + 7, {}, false);  // double bulk copies
+  capture_and_replay<double>(5000011, {.mode = fr::Mode::Reproducible}, false);
+  capture_and_replay<std::int8_t>(5000011, {}, false);
+}
+
+// Run alone (CTest's fastreduce_gpu_first_call): nothing of the library has run in this process
+// before these captures, so its device queries, kernel queries and first launches all happen
+// while the stream is being captured.
+TEST(FirstCall, InsideAGraphCapture) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : one_size_per_path()) capture_and_replay<float>(n, {}, true);
+  capture_and_replay<float>((std::size_t(1) << 20) + 3, {.mode = fr::Mode::Reproducible}, true);
+  capture_and_replay<float>(20000, {.mode = fr::Mode::Reproducible}, true);
+  capture_and_replay<double>((std::size_t(128) << 20) / sizeof(double) + 7, {}, true);
+}

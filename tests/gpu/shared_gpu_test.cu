@@ -1,0 +1,168 @@
+// Inside someone else's program: while another kernel holds part of the GPU (an NCCL collective
+// waiting for a peer, a persistent kernel, another MPS client), every reduction must still
+// finish on the SMs that are free. A grid that needs all its blocks resident at once (a
+// cooperative launch) never starts there, and if the holder waits for something the host does
+// after the reduction, the program deadlocks.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "fastreduce/fastreduce.cuh"
+#include "gpu_test.hpp"
+#include "reference.hpp"
+
+namespace fr = fastreduce;
+namespace eng = fastreduce::engine;
+using namespace fastreduce::testing;
+
+namespace {
+
+// One block per SM it lands on: all of the SM's shared memory, so nothing else fits beside it.
+// Spins until the host sets *release, or `timeout_ns` passes (then counts itself in *timed_out:
+// the test does not hang if the reduction never finishes).
+__global__ void hold_sm(unsigned* started, const volatile unsigned* release, unsigned* timed_out,
+                        unsigned long long timeout_ns) {
+  extern __shared__ unsigned char held[];
+  if (threadIdx.x == 0) {
+    held[0] = 1;
+    atomicAdd(started, 1u);
+    unsigned long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (*release == 0) {
+      __nanosleep(20000);
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+      if (now - start > timeout_ns) {
+        atomicAdd(timed_out, 1u);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// Holds `sms` SMs from construction until release() (or destruction).
+class SmHolder {
+ public:
+  explicit SmHolder(unsigned sms) : sms_(sms) {
+    int device = 0, shared = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    ok_ = cudaHostAlloc(&flags_, 4 * sizeof(unsigned), cudaHostAllocMapped) == cudaSuccess &&
+          cudaFuncSetAttribute(hold_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, shared) == cudaSuccess &&
+          cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess;
+    if (!ok_) return;
+    flags_[0] = flags_[1] = flags_[2] = 0;
+    hold_sm<<<sms, 1024, shared, stream_>>>(flags_, flags_ + 1, flags_ + 2, 8'000'000'000ull);
+    ok_ = cudaGetLastError() == cudaSuccess;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (ok_ && volatile_flag(0) < sms && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    ok_ = ok_ && volatile_flag(0) == sms;  // every holder block is resident
+  }
+  ~SmHolder() {
+    release();
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    if (flags_ != nullptr) cudaFreeHost(flags_);
+  }
+  [[nodiscard]] bool holding() const { return ok_ && !released_ && volatile_flag(2) == 0; }
+  [[nodiscard]] bool ok() const { return ok_; }
+  void release() {
+    if (flags_ == nullptr || released_) return;
+    reinterpret_cast<volatile unsigned*>(flags_)[1] = 1;
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    released_ = true;
+  }
+
+ private:
+  unsigned volatile_flag(int i) const { return reinterpret_cast<const volatile unsigned*>(flags_)[i]; }
+  unsigned sms_;
+  unsigned* flags_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool ok_ = false;
+  bool released_ = false;
+};
+
+struct Case {
+  const char* name;
+  std::size_t n;
+  fr::Mode mode;
+};
+
+// Every size class of both modes. Each reduction runs once first (lazy module loading blocks a
+// kernel's first launch while another kernel runs, CUB's too), then again while `held` SMs are
+// held: it must finish within a second, the holder still holding, with the right result.
+template <class T>
+void reduce_while_held(unsigned held) {
+  FASTREDUCE_REQUIRE_GPU();
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  ASSERT_LT(held, unsigned(sms));
+  const std::size_t bulk = (std::size_t(128) << 20) / sizeof(T) + 12345;
+  const Case cases[] = {
+      {"one block", 1000, fr::Mode::Fast},           {"small", std::size_t(1) << 20, fr::Mode::Fast},
+      {"large", std::size_t(1) << 24, fr::Mode::Fast}, {"bulk (or large)", bulk, fr::Mode::Fast},
+      {"reproducible, one block", 20000, fr::Mode::Reproducible},
+      {"reproducible", std::size_t(1) << 20, fr::Mode::Reproducible},
+      {"reproducible", std::size_t(1) << 24, fr::Mode::Reproducible},
+  };
+  DeviceBuffer<T> in(bulk);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), bulk, test_seed(), fr::bench::Distribution::SignedSmallIntegers), cudaSuccess);
+  const auto host = fr::bench::to_host(in.get(), bulk);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DeviceBuffer<fr::acc_t<T, fr::Sum>> out(1);
+  for (const Case& c : cases) {
+    const fr::Options opt{.mode = c.mode};
+    const eng::Route route = route_of<T>(in.get(), c.n, opt);
+    const std::string what = std::string(c.name) + " (" + eng::path_name(route.path) + ", " +
+                             std::to_string(route.grid) + " blocks), n=" + std::to_string(c.n) + ", " +
+                             std::to_string(held) + " of " + std::to_string(sms) + " SMs held";
+    std::size_t bytes = 0;
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, bytes, in.get(), nullptr, c.n, fr::Sum{}, stream, opt)), cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), c.n, fr::Sum{}, stream, opt)),
+              cudaSuccess);  // warm-up: modules loaded
+    CUDA_OK(cudaStreamSynchronize(stream));
+    out.poison();
+    SmHolder holder(held);
+    ASSERT_TRUE(holder.ok()) << "could not hold " << held << " SMs";
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), c.n, fr::Sum{}, stream, opt)),
+              cudaSuccess);
+    cudaError_t status = cudaErrorNotReady;
+    while ((status = cudaStreamQuery(stream)) == cudaErrorNotReady &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
+      std::this_thread::yield();
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const bool still_holding = holder.holding();
+    holder.release();
+    EXPECT_EQ(status, cudaSuccess) << what << ": not finished after " << ms << " ms";
+    EXPECT_TRUE(still_holding) << what << ": the holder let go before the reduction finished";
+    CUDA_OK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(static_cast<long double>(read_back(out.get())), fr::reference::compensated_sum(host.data(), c.n)) << what;
+    std::printf("  %s: finished in %.3f ms\n", what.c_str(), ms);
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+unsigned sm_count() {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return unsigned(sms);
+}
+
+}  // namespace
+
+TEST(SharedGpu, FinishesWhileHalfTheSmsAreHeld) {
+  FASTREDUCE_REQUIRE_GPU();
+  reduce_while_held<float>(sm_count() / 2);
+  reduce_while_held<double>(sm_count() / 2);
+}
+
+TEST(SharedGpu, FinishesWhileAllButTwoSmsAreHeld) {
+  FASTREDUCE_REQUIRE_GPU();
+  reduce_while_held<float>(sm_count() - 2);
+}
