@@ -76,17 +76,26 @@ cudaError_t plan_launch(std::size_t n, std::uintptr_t address, const Options& op
 
   const std::size_t bytes = n * sizeof(T);
   const ArchPolicy& arch = policy_for(major);
-  KernelFacts combine{};
-  if (cudaError_t e = kernel_facts<K::combine, kCombineThreads>(device, combine); e != cudaSuccess) {
-    return fail(e, "no kernel image for this GPU (combine)");
-  }
-  const bool dependent = dependent_possible && combine.ptx_version >= 90;
+  // A grid of more than one block leaves its partials to the combine kernel.
+  auto route_with_combine = [&](Path path, unsigned grid, unsigned threads, std::size_t temp_bytes,
+                                std::size_t depth) -> cudaError_t {
+    bool dependent = false;
+    if (grid > 1) {
+      KernelFacts combine{};
+      if (cudaError_t e = kernel_facts<K::combine, kCombineThreads>(device, combine); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (combine)");
+      }
+      dependent = dependent_possible && combine.ptx_version >= 90;
+    }
+    out.route = make_route(path, grid, threads, temp_bytes, depth, dependent);
+    return cudaSuccess;
+  };
   bool bulk_runs = false;
   KernelFacts bulk{};
   if constexpr (sizeof(T) >= 4) {
     // Bulk copies need code compiled for sm_90 (an older build traps there) and their shared
-    // memory: ask only where the size would take them.
-    if (arch.bulk_min_bytes > 0 && bytes >= arch.bulk_min_bytes &&
+    // memory: asked only where the size would take them.
+    if (select_fast_path(bytes, sizeof(T), arch, true) == Path::Bulk &&
         kernel_facts<K::bulk, kBulk.threads, kBulk.shared_bytes()>(device, bulk) == cudaSuccess) {
       bulk_runs = bulk.ptx_version >= 90 && bulk.blocks_per_sm > 0;
     }
@@ -94,9 +103,8 @@ cudaError_t plan_launch(std::size_t n, std::uintptr_t address, const Options& op
   const Path path = select_fast_path(bytes, sizeof(T), arch, bulk_runs);
   if (path == Path::Bulk) {
     out.bulk = plan_bulk(n, sizeof(T), address, sizeof(A), kBulk.stage_bytes, sms, bulk.blocks_per_sm, opt.max_blocks);
-    out.route = make_route(path, out.bulk.grid, kBulk.threads, out.bulk.temp_bytes,
-                           bulk_depth(out.bulk, n, kBulk, primitives::kVecDepth<T>), dependent);
-    return cudaSuccess;
+    return route_with_combine(path, out.bulk.grid, kBulk.threads, out.bulk.temp_bytes,
+                              bulk_depth(out.bulk, n, kBulk, primitives::kVecDepth<T>));
   }
   KernelFacts main{};
   cudaError_t status = cudaSuccess;
@@ -115,9 +123,8 @@ cudaError_t plan_launch(std::size_t n, std::uintptr_t address, const Options& op
   }
   if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (load path)");
   out.fast = plan_fast(n, sizeof(T), address, sizeof(A), policy, sms, main.blocks_per_sm, cap);
-  out.route = make_route(path, out.fast.grid, policy.threads, out.fast.temp_bytes,
-                         fast_depth(out.fast, policy.threads, primitives::kVecDepth<T>), dependent);
-  return cudaSuccess;
+  return route_with_combine(path, out.fast.grid, policy.threads, out.fast.temp_bytes,
+                            fast_depth(out.fast, policy.threads, primitives::kVecDepth<T>));
 }
 
 // Enqueues the planned kernels: the main grid, then (for more than one block) the combine.

@@ -9,6 +9,12 @@ namespace fastreduce::engine {
 namespace {
 std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
 
+// Elements before the first 16-byte boundary at `address` (all n if the boundary lies beyond).
+std::size_t head_elements(std::size_t n, std::size_t elem_size, std::uintptr_t address) {
+  const std::size_t misalignment = address % 16;
+  return misalignment == 0 ? 0 : std::min(n, (16 - misalignment) / elem_size);
+}
+
 unsigned resident_capacity(int sms, int blocks_per_sm, unsigned max_blocks) {
   std::size_t capacity = std::max<std::size_t>(1, std::size_t(std::max(sms, 0)) * std::max(blocks_per_sm, 0));
   if (max_blocks > 0) capacity = std::min<std::size_t>(capacity, max_blocks);
@@ -40,8 +46,7 @@ FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address,
                    const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks) {
   const std::size_t per_vector = 16 / elem_size;
   FastPlan plan{};
-  const std::size_t misalignment = address % 16;
-  plan.head = misalignment == 0 ? 0 : std::min(n, (16 - misalignment) / elem_size);
+  plan.head = head_elements(n, elem_size, address);
   plan.vectors = (n - plan.head) / per_vector;
   // The grid follows n, not the address, so the size query needs no pointer.
   // (vectors_per_block = 0: one block, whatever n is.)
@@ -56,8 +61,7 @@ FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address,
 BulkPlan plan_bulk(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
                    std::size_t stage_bytes, int sms, int blocks_per_sm, unsigned max_blocks) {
   BulkPlan plan{};
-  const std::size_t misalignment = address % 16;
-  plan.head = misalignment == 0 ? 0 : std::min(n, (16 - misalignment) / elem_size);
+  plan.head = head_elements(n, elem_size, address);
   const std::size_t per_stage = stage_bytes / elem_size;
   plan.stages = (n - plan.head) / per_stage;
   plan.tail_begin = plan.head + plan.stages * per_stage;

@@ -26,7 +26,7 @@ struct BulkPolicy {
 // The kernel shapes (template arguments of the kernels, so every architecture shares the same
 // compiled kernels). Chosen on Hopper, float sum against CUB or the other candidates in the same
 // run, with builds of the candidates benched side by side (2026-11-22, docs/notes.md):
-// - one block of 1024 threads x 4 loads: one round of loads, one launch, no partials;
+// - one block of 1024 threads x 4 loads: one launch, no partials (up to 4 rounds of loads at 256 KB);
 // - 512 threads x 4 loads, a block per 2048 vectors: 2^20 floats 6.02-6.04 us on an H100 against
 //   6.27-6.34 us with 256 x 4, 6.26-6.34 us with 256 x 8 and 6.28-6.31 us with 512 x 2;
 // - 1024 threads x 4 loads, a block per 1024 vectors: 2^22 8.80 us, 2^24 20.35 us (H200),
@@ -49,17 +49,18 @@ struct ArchPolicy {
 
 // Hopper (sm_90). H100, 2026-11-23, float sum, back to back against two kernels (the partials
 // and a one-block combine with programmatic dependent launch) in the same run
-// (scripts/probe/finish_variants.cu, docs/results/finish_variants_H100_2026-11-23.txt): one
-// block 4.3 us at 2^16 floats against 5.6 us, but 6.3 us at 2^17 against 5.5 us: one block up
-// to 256 KB. Small blocks up to 4 MB, bulk copies from 128 MB (see the shapes above).
+// (scripts/probe/finish_variants.cu one-block, docs/results/finish_variants_one-block_H100_2026-11-23.txt):
+// one block 4.3 us at 2^16 floats against 5.6 us, but 6.3 us at 2^17 against 5.5 us: one block
+// up to 256 KB. Small blocks up to 4 MB, bulk copies from 128 MB (see the shapes above).
 inline constexpr ArchPolicy kSm90{
     .one_block_max_bytes = std::size_t(256) << 10,
     .small_max_bytes = std::size_t(4) << 20,
     .bulk_min_bytes = std::size_t(128) << 20,
 };
 
-// Every other architecture: not measured. The same shapes, one block only up to 64 KB (where it
-// won with a grid barrier as the alternative), and no bulk copies (sm_90 instructions).
+// Every other architecture: not measured. The same shapes, one block only up to 64 KB (where one
+// block beat several on an H100 when there was no second launch to save), and no bulk copies
+// (sm_90 instructions).
 inline constexpr ArchPolicy kGeneric{
     .one_block_max_bytes = std::size_t(64) << 10,
     .small_max_bytes = std::size_t(4) << 20,

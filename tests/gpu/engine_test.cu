@@ -106,6 +106,28 @@ fr::bench::Distribution distribution_of(std::size_t n) {
   }
 }
 
+// Random integers make some reductions saturate: and/or of many values reach 0 or all ones,
+// and 8- and 16-bit Min and Max reach the type's extremes, so a lost element would go unnoticed.
+// For those, the data are whole numbers 1..15 with one element, at a random place, that alone
+// decides the result.
+template <class T, class Op>
+inline constexpr bool kPlanted =
+    std::is_integral_v<T> && (std::is_same_v<Op, fr::BitAnd> || std::is_same_v<Op, fr::BitOr> ||
+                              (sizeof(T) <= 2 && (std::is_same_v<Op, fr::Min> || std::is_same_v<Op, fr::Max>)));
+
+template <class T, class Op>
+void plant_deciding_element(std::vector<T>& host, std::size_t offset, std::size_t n, std::uint64_t seed) {
+  if (n == 0) return;
+  const std::size_t at = offset + seed % n;
+  if constexpr (std::is_same_v<Op, fr::Min>) host[at] = T(0);           // below 1..15
+  else if constexpr (std::is_same_v<Op, fr::Max>) host[at] = T(100);    // above 1..15
+  else if constexpr (std::is_same_v<Op, fr::BitOr>) host[at] = T(0x40);  // the only bit 6
+  else {                                                                 // BitAnd: the only one without bit 6
+    for (std::size_t i = offset; i < offset + n; ++i) host[i] = T(host[i] | 0x40);
+    host[at] = T(0x0F);
+  }
+}
+
 template <class T, class Op>
 void check_engine(const std::vector<std::size_t>& sizes = edge_sizes(), const fr::Options& opt = {}) {
   FASTREDUCE_REQUIRE_GPU();
@@ -119,9 +141,14 @@ void check_engine(const std::vector<std::size_t>& sizes = edge_sizes(), const fr
       const std::size_t total = n + offset;
       DeviceBuffer<T> in(total);
       ASSERT_NE(in.get(), nullptr) << "allocating " << total << " elements";
-      ASSERT_EQ(fr::bench::fill_random(in.get(), total, test_seed(), distribution_of<Op>(n), std::is_same_v<Op, fr::BitAnd>),
-                cudaSuccess);
-      const std::vector<T> host = fr::bench::to_host(in.get(), total);
+      const std::uint64_t seed = test_seed();
+      const auto dist = kPlanted<T, Op> ? fr::bench::Distribution::SmallIntegers : distribution_of<Op>(n);
+      ASSERT_EQ(fr::bench::fill_random(in.get(), total, seed, dist, std::is_same_v<Op, fr::BitAnd>), cudaSuccess);
+      std::vector<T> host = fr::bench::to_host(in.get(), total);
+      if constexpr (kPlanted<T, Op>) {
+        plant_deciding_element<T, Op>(host, offset, n, seed);
+        CUDA_OK(cudaMemcpy(in.get(), host.data(), total * sizeof(T), cudaMemcpyHostToDevice));
+      }
       const eng::Route route = route_of<T, Op>(in.get() + offset, n, opt);
       expect_matches<T, Op>(host, offset, n, run_async<T, Op>(in.get() + offset, n, opt), std::is_same_v<Op, fr::Sum>,
                             route.depth, eng::path_name(route.path));
@@ -198,7 +225,11 @@ void check_integer_type() {
   EXPECT_EQ(fr::reduce(d, n, fr::Min{}), fr::reference::reduce(host.data() + 1, n, fr::Min{}));
   EXPECT_EQ(fr::reduce(d, n, fr::Max{}), fr::reference::reduce(host.data() + 1, n, fr::Max{}));
   EXPECT_EQ(fr::reduce(d, n, fr::BitXor{}), fr::reference::reduce(host.data() + 1, n, fr::BitXor{}));
-  EXPECT_EQ(fr::reduce(d, 1000, fr::Prod{}), fr::reference::reduce(host.data() + 1, 1000, fr::Prod{}));
+  // Products of odd numbers stay odd (random integers would give 0 after 64 factors of two).
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n + 1, test_seed(), fr::bench::Distribution::NearOne), cudaSuccess);
+  const std::vector<S> odd = fr::bench::to_host(in.get(), n + 1);
+  std::memcpy(host.data(), odd.data(), (n + 1) * sizeof(T));
+  EXPECT_EQ(fr::reduce(d, n, fr::Prod{}), fr::reference::reduce(host.data() + 1, n, fr::Prod{}));
   static_assert(std::is_same_v<decltype(fr::reduce(d, n, fr::Max{})), T>, "Min, Max and bitwise ops keep the type");
   static_assert(std::is_same_v<decltype(fr::reduce(d, n)), std::conditional_t<(sizeof(T) < 4), std::int64_t, T>>);
 }
@@ -242,6 +273,24 @@ TEST(Engine, BoolSumsCountAndMinMaxAreAllAndAny) {
       unsigned char byte = 0;
       std::memcpy(&byte, &all, 1);
       EXPECT_EQ(byte, trues == std::int64_t(n) ? 1 : 0) << what;
+    }
+  }
+  // One value that alone decides all, any and the product: every element counts.
+  for (std::size_t n : {std::size_t(1000), (std::size_t(1) << 22) + 5}) {
+    for (bool background : {true, false}) {
+      std::vector<unsigned char> bytes(n, background ? 1 : 0);
+      const std::size_t at = test_seed() % n;
+      bytes[at] = background ? 0 : 1;
+      DeviceBuffer<bool> in(n);
+      CUDA_OK(cudaMemcpy(in.get(), bytes.data(), n, cudaMemcpyHostToDevice));
+      const std::string what = "n=" + std::to_string(n) + " the only " + (background ? "false" : "true") + " at " +
+                               std::to_string(at);
+      EXPECT_EQ(fr::reduce(in.get(), n, fr::Min{}), false) << what;
+      EXPECT_EQ(fr::reduce(in.get(), n, fr::Max{}), true) << what;
+      EXPECT_EQ(fr::reduce(in.get(), n, fr::BitAnd{}), false) << what;
+      EXPECT_EQ(fr::reduce(in.get(), n, fr::BitOr{}), true) << what;
+      EXPECT_EQ(fr::reduce(in.get(), n, fr::Prod{}), 0) << what;
+      EXPECT_EQ(fr::reduce(in.get(), n), background ? std::int64_t(n) - 1 : 1) << what;
     }
   }
 }
