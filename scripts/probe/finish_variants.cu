@@ -207,6 +207,17 @@ void launch_pdl(K kernel, unsigned grid, unsigned threads, cudaStream_t st, Args
   CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
+// The pair the engine uses: the partials (with an early trigger when Trigger), then a one-block
+// combine of FinishThreads threads with programmatic dependent launch.
+template <bool Trigger, unsigned FinishThreads>
+void pdl_pair(cudaStream_t st, const float4* in, size_t nv, size_t share, unsigned grid, float* part, float* out) {
+  if constexpr (Trigger)
+    k_partials_trigger<<<grid, kThreads, 0, st>>>(in, nv, share, part);
+  else
+    k_partials<<<grid, kThreads, 0, st>>>(in, nv, share, part);
+  launch_pdl(k_finish_t<FinishThreads>, 1, FinishThreads, st, (const float*)part, grid, out);
+}
+
 // Back-to-back time per call on `st` (median of 15 batches of `calls` calls between two events,
 // after 20 warm-up calls), and the host's time per enqueued call in *host_us.
 template <class F>
@@ -337,12 +348,7 @@ void launch_variants() {
     const float t_tag = time_calls(
         st, calls, [&](int i) { k_tag<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part, word, out); }, &host[4]);
     const float t_pdl = time_calls(
-        st, calls,
-        [&](int i) {
-          k_partials<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part);
-          launch_pdl(k_finish_t<1024>, 1, 1024, st, (const float*)part, grid, out);
-        },
-        &host[5]);
+        st, calls, [&](int i) { pdl_pair<false, 1024>(st, slice(i), nv, share, grid, part, out); }, &host[5]);
     CHECK(cudaDeviceSynchronize());
     std::printf("2^%-4d %9u %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", p, grid, t_cub, t_coop, t_memset, t_write, t_tag,
                 t_pdl);
@@ -434,26 +440,11 @@ void one_block_and_held() {
         st, calls, [&](int i) { cub::DeviceReduce::Sum(cub_temp, cub_bytes, (const float*)slice(i), out, n, st); },
         &host[0]);
     t[1] = time_calls(
-        st, calls,
-        [&](int i) {
-          k_partials<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part);
-          launch_pdl(k_finish_t<1024>, 1, 1024, st, (const float*)part, grid, out);
-        },
-        &host[1]);
+        st, calls, [&](int i) { pdl_pair<false, 1024>(st, slice(i), nv, share, grid, part, out); }, &host[1]);
     t[2] = time_calls(
-        st, calls,
-        [&](int i) {
-          k_partials_trigger<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part);
-          launch_pdl(k_finish_t<1024>, 1, 1024, st, (const float*)part, grid, out);
-        },
-        &host[2]);
+        st, calls, [&](int i) { pdl_pair<true, 1024>(st, slice(i), nv, share, grid, part, out); }, &host[2]);
     t[3] = time_calls(
-        st, calls,
-        [&](int i) {
-          k_partials_trigger<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part);
-          launch_pdl(k_finish_t<256>, 1, 256, st, (const float*)part, grid, out);
-        },
-        &host[3]);
+        st, calls, [&](int i) { pdl_pair<true, 256>(st, slice(i), nv, share, grid, part, out); }, &host[3]);
     if (p <= 19) {
       t[4] = time_calls(
           st, calls, [&](int i) { k_one_block<4><<<1, 1024, 0, st>>>(slice(i), nv, out); }, &host[4]);
@@ -474,8 +465,7 @@ void one_block_and_held() {
     const unsigned grid = resident;
     const size_t share = ((nv + grid - 1) / grid + kThreads - 1) / kThreads * kThreads;
     float r = 0;
-    k_partials_trigger<<<grid, kThreads, 0, st>>>((const float4*)in, nv, share, part);
-    launch_pdl(k_finish_t<256>, 1, 256, st, (const float*)part, grid, out);
+    pdl_pair<true, 256>(st, (const float4*)in, nv, share, grid, part, out);
     CHECK(cudaMemcpyAsync(&r, out, 4, cudaMemcpyDeviceToHost, st));
     CHECK(cudaStreamSynchronize(st));
     std::printf("check 2^22: ref %.1f pdl_trig %.1f\n", ref, r);
@@ -502,8 +492,7 @@ void one_block_and_held() {
         while (((volatile unsigned*)flags)[0] < held) {
         }
         const auto t0 = std::chrono::steady_clock::now();
-        k_partials_trigger<<<grid, kThreads, 0, st>>>((const float4*)in, nv, share, part);
-        launch_pdl(k_finish_t<256>, 1, 256, st, (const float*)part, grid, out);
+        pdl_pair<true, 256>(st, (const float4*)in, nv, share, grid, part, out);
         cudaError_t q;
         while ((q = cudaStreamQuery(st)) == cudaErrorNotReady &&
                std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500)) {
@@ -550,12 +539,7 @@ void tail_launch() {
           st, calls, [&](int i) { cub::DeviceReduce::Sum(cub_temp, cb, (const float*)slice(i), out, n, st); },
           &host[0]);
       t[1] = time_calls(
-          st, calls,
-          [&](int i) {
-            k_partials<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part);
-            launch_pdl(k_finish_t<256>, 1, 256, st, (const float*)part, grid, out);
-          },
-          &host[1]);
+          st, calls, [&](int i) { pdl_pair<false, 256>(st, slice(i), nv, share, grid, part, out); }, &host[1]);
       t[2] = time_calls(
           st, calls, [&](int i) { k_partials_tail<<<grid, kThreads, 0, st>>>(slice(i), nv, share, part, out); },
           &host[2]);

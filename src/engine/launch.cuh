@@ -32,18 +32,20 @@ cudaError_t kernel_facts(int device, KernelFacts& facts) {
   if (word == 0) {
     cudaFuncAttributes attributes{};
     cudaError_t status = cudaFuncGetAttributes(&attributes, Kernel);
+    bool fits = true;
     if (status == cudaSuccess && SharedBytes > 48 * 1024) {  // opt in to more than 48 KiB of dynamic shared memory
       status = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(SharedBytes));
       // A device with less shared memory refuses the opt-in: the kernel cannot run there (0 blocks).
       if (status == cudaErrorInvalidValue) {
         cudaGetLastError();
-        facts = {attributes.ptxVersion, 0};
-        cache[device].store(kKnown | (std::uint64_t(attributes.ptxVersion) << 32), std::memory_order_relaxed);
-        return cudaSuccess;
+        status = cudaSuccess;
+        fits = false;
       }
     }
     int blocks = 0;
-    if (status == cudaSuccess) status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, SharedBytes);
+    if (status == cudaSuccess && fits) {
+      status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, Threads, SharedBytes);
+    }
     if (status != cudaSuccess) {
       cudaGetLastError();  // the failed query is not left behind as the caller's last error
       return status;

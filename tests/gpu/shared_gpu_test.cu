@@ -92,6 +92,13 @@ class SmHolder {
   bool released_ = false;
 };
 
+unsigned sm_count() {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return unsigned(sms);
+}
+
 struct Case {
   const char* name;
   std::size_t n;
@@ -104,10 +111,8 @@ struct Case {
 template <class T>
 void reduce_while_held(unsigned held) {
   FASTREDUCE_REQUIRE_GPU();
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  ASSERT_LT(held, unsigned(sms));
+  const unsigned sms = sm_count();
+  ASSERT_LT(held, sms);
   const std::size_t bulk = (std::size_t(128) << 20) / sizeof(T) + 12345;
   const Case cases[] = {
       {"one block", 1000, fr::Mode::Fast},           {"small", std::size_t(1) << 20, fr::Mode::Fast},
@@ -155,13 +160,6 @@ void reduce_while_held(unsigned held) {
     std::printf("  %s: finished in %.3f ms\n", what.c_str(), ms);
   }
   CUDA_OK(cudaStreamDestroy(stream));
-}
-
-unsigned sm_count() {
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  return unsigned(sms);
 }
 
 }  // namespace
