@@ -1,4 +1,5 @@
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <cuda/functional>
 #include <cuda/std/functional>
 #include <cuda/std/limits>
@@ -31,6 +32,15 @@ cudaError_t cub_reduce(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc
 }
 
 template <class T, class Op>
+cudaError_t cub_segmented_reduce(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                                 std::size_t segments, const std::int64_t* d_begin, const std::int64_t* d_end,
+                                 cudaStream_t stream) {
+  using A = acc_t<T, Op>;
+  return cub::DeviceSegmentedReduce::Reduce(d_temp, temp_bytes, d_in, d_out, static_cast<std::int64_t>(segments),
+                                            d_begin, d_end, cub_op<A, Op>(), cub_init<A, Op>(), stream);
+}
+
+template <class T, class Op>
 acc_t<T, Op> thrust_reduce(const T* d_in, std::size_t n, cudaStream_t stream) {
   using A = acc_t<T, Op>;
   return thrust::reduce(thrust::cuda::par.on(stream), d_in, d_in + n, cub_init<A, Op>(), cub_op<A, Op>());
@@ -39,7 +49,10 @@ acc_t<T, Op> thrust_reduce(const T* d_in, std::size_t n, cudaStream_t stream) {
 #define FASTREDUCE_BASELINE(T, Op)                                                                  \
   template cudaError_t cub_reduce<T, Op>(void*, std::size_t&, const T*, acc_t<T, Op>*, std::size_t, \
                                          cudaStream_t);                                             \
-  template acc_t<T, Op> thrust_reduce<T, Op>(const T*, std::size_t, cudaStream_t);
+  template acc_t<T, Op> thrust_reduce<T, Op>(const T*, std::size_t, cudaStream_t);                 \
+  template cudaError_t cub_segmented_reduce<T, Op>(void*, std::size_t&, const T*, acc_t<T, Op>*,    \
+                                                   std::size_t, const std::int64_t*,                \
+                                                   const std::int64_t*, cudaStream_t);
 FASTREDUCE_BASELINE(float, Sum)
 FASTREDUCE_BASELINE(float, Max)
 FASTREDUCE_BASELINE(double, Sum)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "fastreduce/fastreduce.cuh"
@@ -18,6 +19,12 @@ namespace fastreduce::bench {
 template <class T, class Op>
 cudaError_t cub_reduce(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
                        std::size_t n, cudaStream_t stream);
+
+// cub::DeviceSegmentedReduce::Reduce with the same op over [d_begin[s], d_end[s]) (64-bit offsets).
+template <class T, class Op>
+cudaError_t cub_segmented_reduce(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                                 std::size_t segments, const std::int64_t* d_begin, const std::int64_t* d_end,
+                                 cudaStream_t stream);
 
 // thrust::reduce on `stream` (it synchronises and returns the value to the host).
 template <class T, class Op>

@@ -2,9 +2,9 @@
 # Everything that needs a GPU, in one go: build, the GPU test tier, compute-sanitizer
 # (memcheck, racecheck, synccheck) over the GPU tests in quick mode, the GPU tier again from
 # builds for other architecture lists, the ladder at 2^24 and 2^28 floats, the bench against CUB
-# and Thrust, and the accuracy report.
+# and Thrust, the axis bench against CUB and torch, and the accuracy report.
 # Logs go under $OUT (or ./gpu-check-logs). Pick stages by name; default: all of them.
-#   scripts/gpu-check.sh                     # build test sanitize arch ladder bench accuracy
+#   scripts/gpu-check.sh                     # build test sanitize arch ladder bench axis accuracy
 #   scripts/gpu-check.sh build test
 #   ARCHS="80 80;90" scripts/gpu-check.sh arch
 set -uo pipefail
@@ -13,7 +13,7 @@ OUT=${OUT:-gpu-check-logs}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder bench accuracy)
+[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder bench axis accuracy)
 want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 status=0
 step() { echo; echo "== $1 ($(date +%T))"; }
@@ -87,6 +87,17 @@ if want bench; then
   step bench
   "$BIN/fastreduce" bench --modes fast,reproducible --types float --ops sum --format json > "$OUT/bench_float_modes.json" 2>"$OUT/bench.err" || status=1
   "$BIN/fastreduce" bench --format json ${BENCH_ARGS:-} > "$OUT/bench.json" 2>>"$OUT/bench.err" || status=1
+fi
+if want axis; then
+  step "axis bench"
+  "$BIN/fastreduce" bench-axis --format json --plot "$OUT/bench_axis.png" > "$OUT/bench_axis.json" 2>"$OUT/bench_axis.err" || status=1
+  # Reproducible against fast mode, same run: float sums over rows and columns of 4096 and more.
+  "$BIN/fastreduce" bench-axis --types float --ops sum --axes rows,columns --modes fast,reproducible \
+    --lengths 4096,2^16,2^20,2^22,2^24,2^26 --format json > "$OUT/bench_axis_modes.json" 2>>"$OUT/bench_axis.err" || status=1
+  if python3 -c "import torch" 2>/dev/null; then
+    python3 scripts/bench_axis_torch.py --out "$OUT/bench_axis_torch.json" > "$OUT/bench_axis_torch.log" 2>&1 || status=1
+  fi
+  summary+=("axis bench: $(grep -c '"path"' "$OUT/bench_axis.json") shapes timed")
 fi
 if want accuracy; then
   step accuracy

@@ -7,6 +7,9 @@ the GPU (H200, H100); the newest file of each kind for that GPU is used:
   sweep-*:                     ladder_sweep_<GPU>_<date>_2p24.json (`... --sweep-blocks`)
   bench-summary-*, bench-float-sum-*: bench_<GPU>_<date>.json (`fastreduce bench --format json`)
   modes-*:                     modes_<GPU>_<date>.json (`fastreduce bench --modes fast,reproducible`)
+  axis-*, axis-summary-*:      axis_<GPU>_<date>.json (`fastreduce bench-axis --format json`) with
+                               axis_torch_<GPU>_<date>.json (scripts/bench_axis_torch.py), same run
+  axis-modes-*:                axis_modes_<GPU>_<date>.json (`bench-axis --modes fast,reproducible`)
 Usage: results_tables.py [--check]   (--check: exit 1 if README.md is out of date)
 """
 import glob
@@ -99,6 +102,82 @@ def bench_summary(path):
     return "\n".join(out)
 
 
+def axis_peers(path):
+    """The bench-axis rows, each with torch's time for the same shape (None when not measured)."""
+    data = json.load(open(path))
+    torch_path = path.replace("axis_", "axis_torch_", 1) if "axis_torch_" not in path else None
+    torch_path = os.path.join(os.path.dirname(path), os.path.basename(path).replace("axis_", "axis_torch_", 1))
+    torch = {}
+    if os.path.exists(torch_path):
+        for r in json.load(open(torch_path))["rows"]:
+            if r.get("framework", "torch") == "torch":
+                torch[(r["type"], r["op"], r["axis"], r["total"], r["length"])] = r["us"]
+    for r in data["rows"]:
+        r["torch_us"] = torch.get((r["type"], r["op"], r["axis"], r["total"], r["length"]))
+        peers = [u for u in (r["cub_us"] or None, r["torch_us"]) if u]
+        r["best_peer_us"] = min(peers) if peers else None
+    return data, torch_path if torch else None
+
+
+def axis_table(path):
+    data, torch_path = axis_peers(path)
+    out = [f"`{os.path.relpath(path, ROOT)}`" + (f" and `{os.path.relpath(torch_path, ROOT)}`" if torch_path else "") +
+           f", float sum on {data['device']['name']}: GB/s = (bytes read + written) / time; "
+           "1-D: `fastreduce::reduce` of the same elements in the same run; speedup: the best peer's time / ours", "",
+           "| elements | axis | length | path | fastreduce GB/s | of 1-D | CUB segmented GB/s | torch.sum(dim) µs | fastreduce µs | speedup vs best peer |",
+           "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in data["rows"]:
+        if (r["type"], r["op"], r["mode"]) != ("float", "sum", "fast"):
+            continue
+        length = "power law" if r["axis"] == "segments" else f"{r['length']:,}"
+        cub = f"{r['cub_gbps']:.0f}" if r["cub_us"] else "-"
+        torch = f"{r['torch_us']:.1f}" if r["torch_us"] else "-"
+        speedup = f"{r['best_peer_us'] / r['fastreduce_us']:.2f}x" if r["best_peer_us"] else "-"
+        out.append(f"| 2^{r['total'].bit_length() - 1} | {r['axis']} | {length} | {r['path']} | {r['fastreduce_gbps']:.0f} | "
+                   f"{100 * r['fastreduce_gbps'] / r['flat_gbps']:.0f}% | {cub} | {torch} | {r['fastreduce_us']:.1f} | {speedup} |")
+    return "\n".join(out)
+
+
+def axis_summary(path):
+    data, _ = axis_peers(path)
+    groups = {}
+    for r in data["rows"]:
+        if r["mode"] == "fast":
+            groups.setdefault((r["type"], r["op"], r["total"], r["axis"]), []).append(r)
+    out = [f"`{os.path.relpath(path, ROOT)}` on {data['device']['name']}, every shape of the table per line: "
+           "the lowest share of the 1-D bandwidth and the lowest speedup over the best peer (CUB segmented, torch)", "",
+           "| type | op | elements | axis | lowest of 1-D (length) | lowest speedup vs best peer (length) | shapes at ≥ 90% of 1-D |",
+           "|---|---|---:|---|---:|---:|---:|"]
+    for (t, op, total, axis), rows in groups.items():
+        share = lambda r: r["fastreduce_gbps"] / r["flat_gbps"]
+        low = min(rows, key=share)
+        peered = [r for r in rows if r["best_peer_us"]]
+        name = lambda r: "power law" if axis == "segments" else f"{r['length']:,}"
+        speed = "-"
+        if peered:
+            worst = min(peered, key=lambda r: r["best_peer_us"] / r["fastreduce_us"])
+            speed = f"{worst['best_peer_us'] / worst['fastreduce_us']:.2f}x ({name(worst)})"
+        good = sum(share(r) >= 0.9 for r in rows)
+        out.append(f"| {t} | {op} | 2^{total.bit_length() - 1} | {axis} | {100 * share(low):.0f}% ({name(low)}) | {speed} | "
+                   f"{good}/{len(rows)} |")
+    return "\n".join(out)
+
+
+def axis_modes(path):
+    data = json.load(open(path))
+    cell = {}
+    for r in data["rows"]:
+        cell.setdefault((r["axis"], r["total"], r["length"]), {})[r["mode"]] = r
+    out = [f"`{os.path.relpath(path, ROOT)}`: float sum on {data['device']['name']}, both modes in the same run", "",
+           "| elements | axis | length | fast µs | reproducible µs | reproducible / fast speed |",
+           "|---:|---|---:|---:|---:|---:|"]
+    for (axis, total, length), m in cell.items():
+        if "fast" in m and "reproducible" in m:
+            f, q = m["fast"]["fastreduce_us"], m["reproducible"]["fastreduce_us"]
+            out.append(f"| 2^{total.bit_length() - 1} | {axis} | {length:,} | {f:.1f} | {q:.1f} | {f / q:.2f}x |")
+    return "\n".join(out)
+
+
 def main():
     tables = {}
     specs = []
@@ -108,7 +187,10 @@ def main():
                   (f"sweep-{gpu}", f"ladder_sweep_{gpu}_*.json", sweep_table),
                   (f"bench-summary-{gpu}", f"bench_{gpu}_*.json", bench_summary),
                   (f"bench-float-sum-{gpu}", f"bench_{gpu}_*.json", lambda p: bench_table(p, ("float", "sum"))),
-                  (f"modes-{gpu}", f"modes_{gpu}_*.json", bench_table)]
+                  (f"modes-{gpu}", f"modes_{gpu}_*.json", bench_table),
+                  (f"axis-{gpu}", f"axis_{gpu}_*.json", axis_table),
+                  (f"axis-summary-{gpu}", f"axis_{gpu}_*.json", axis_summary),
+                  (f"axis-modes-{gpu}", f"axis_modes_{gpu}_*.json", axis_modes)]
     for name, pattern, render in specs:
         path = newest(pattern)
         if path:

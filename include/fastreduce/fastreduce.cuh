@@ -176,6 +176,90 @@ acc_t<T, Op> reduce(const T* d_in, std::size_t n, Op op = {}, const Options& opt
   return reduce_on<T, Op>(cudaStream_t{}, d_in, n, op, opt);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Axis and segmented reductions.
+//
+//   out[o * inner + i] = op over k < length of in[o * outer_stride + k * length_stride + i * inner_stride]
+//
+// With the default strides the input is a contiguous (outer, length, inner) array: row sums are
+// {outer = rows, length = columns}, column sums {length = rows, inner = columns}, and any group of
+// adjacent axes of a contiguous N-d tensor folds into the three. Other strides (in elements, of
+// either sign) describe views: a slice of a larger matrix, a transposed tensor. d_in points at
+// element (0, 0, 0). The output is always contiguous, outer * inner values.
+struct Axis {
+  static constexpr std::ptrdiff_t kContiguous = PTRDIFF_MIN;  // the stride of the contiguous layout
+
+  std::size_t outer = 1;
+  std::size_t length = 0;  // the reduced axis
+  std::size_t inner = 1;
+  std::ptrdiff_t outer_stride = kContiguous;   // contiguous: length * inner
+  std::ptrdiff_t length_stride = kContiguous;  // contiguous: inner
+  std::ptrdiff_t inner_stride = kContiguous;   // contiguous: 1
+};
+
+// The offset types of reduce_segments_async: 32- and 64-bit signed, 64-bit unsigned integers.
+template <class Offset>
+concept segment_offset = std::integral<Offset> && !std::is_same_v<Offset, bool> &&
+                         ((sizeof(Offset) == 4 && std::is_signed_v<Offset>) || sizeof(Offset) == 8);
+
+template <class Offset>
+using offset_storage_t = typename detail::sized_integer<sizeof(Offset), std::is_signed_v<Offset>>::type;
+
+namespace detail {
+template <class T, class Op>
+cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                              const Axis& axis, Op op, cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+void reduce_axis(cudaStream_t stream, const T* d_in, acc_t<T, Op>* d_out, const Axis& axis, Op op,
+                 const Options& opt);
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                                  std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                                  cudaStream_t stream, const Options& opt);
+}  // namespace detail
+
+// Enqueues the axis reduction (two-phase contract and errors as reduce_async; also
+// cudaErrorInvalidValue for a shape whose element count or offsets overflow). length = 0 writes
+// the op's identity to every output; outer * inner = 0 writes nothing. In Mode::Reproducible a
+// floating-point sum's every output is bitwise equal to the 1-D reproducible reduce of its own
+// elements alone: it does not depend on the other outputs, the shape, the strides, the GPU,
+// max_blocks or the stream.
+template <class T, class Op = Sum>
+  requires reducible<T, Op>
+cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, Axis axis,
+                              Op op = {}, cudaStream_t stream = 0, const Options& opt = {}) {
+  using S = storage_t<T>;
+  return detail::reduce_axis_async<S, Op>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
+                                          reinterpret_cast<acc_t<S, Op>*>(d_out), axis, op, stream, opt);
+}
+
+// Blocking: reduces on the default stream into d_out (device memory) and waits for it. Throws
+// fastreduce::Error naming the bad argument or the failing CUDA call.
+template <class T, class Op = Sum>
+  requires reducible<T, Op>
+void reduce_axis(const T* d_in, acc_t<T, Op>* d_out, Axis axis, Op op = {}, const Options& opt = {}) {
+  using S = storage_t<T>;
+  detail::reduce_axis<S, Op>(cudaStream_t{}, reinterpret_cast<const S*>(d_in), reinterpret_cast<acc_t<S, Op>*>(d_out),
+                             axis, op, opt);
+}
+
+// Enqueues d_out[s] = op over d_in[d_begin[s], d_end[s]) for s < num_segments (CUB's segmented
+// reduce: device arrays of offsets; segments may overlap or leave gaps; d_end[s] <= d_begin[s] is
+// an empty segment and gets the identity). Long and short segments are balanced over the GPU
+// without a hint. Errors as reduce_axis_async; offsets outside the input are not checked.
+template <class T, class Op = Sum, class Offset>
+  requires reducible<T, Op> && segment_offset<Offset>
+cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                                  std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op = {},
+                                  cudaStream_t stream = 0, const Options& opt = {}) {
+  using S = storage_t<T>;
+  using O = offset_storage_t<Offset>;
+  return detail::reduce_segments_async<S, Op, O>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
+                                                 reinterpret_cast<acc_t<S, Op>*>(d_out), num_segments,
+                                                 reinterpret_cast<const O*>(d_begin),
+                                                 reinterpret_cast<const O*>(d_end), op, stream, opt);
+}
+
 // Releases the cached temporary storage of reduce()/reduce_on() on every device. Call it when no
 // blocking reduction is running (it frees device memory).
 void release_cached_workspaces();

@@ -109,7 +109,10 @@ struct Max {
 struct BitAnd {
   static constexpr const char* name = "and";
   template <std::integral T>
-  __host__ __device__ static constexpr T identity() { return static_cast<T>(~T(0)); }
+  __host__ __device__ static constexpr T identity() {
+    if constexpr (std::is_same_v<T, bool>) return true;
+    else return static_cast<T>(~T(0));
+  }
   template <std::integral T>
   __host__ __device__ constexpr T operator()(T a, T b) const { return static_cast<T>(a & b); }
 };

@@ -21,6 +21,14 @@ std::vector<std::size_t> default_bench_sizes() {
   return sizes;
 }
 
+std::vector<std::size_t> default_axis_lengths(std::size_t total) {
+  std::vector<std::size_t> lengths;
+  for (int p : {0, 2, 4, 6, 8, 10, 12, 16, 20, 22, 24, 26, 28}) {
+    if ((std::size_t(1) << p) <= total) lengths.push_back(std::size_t(1) << p);
+  }
+  return lengths;
+}
+
 std::optional<std::size_t> parse_size(std::string_view text) {
   auto number = [](std::string_view s) -> std::optional<std::size_t> {
     std::size_t value = 0;
@@ -102,6 +110,33 @@ std::optional<std::string> validate(const BenchOptions& o) {
   return std::nullopt;
 }
 
+std::optional<std::string> validate(const BenchAxisOptions& o) {
+  for (const auto& t : o.types) {
+    if (t != "float" && t != "bfloat16") return "--types: '" + t + "' is not one of float, bfloat16";
+  }
+  for (const auto& op : o.ops) {
+    if (op != "sum" && op != "max") return "--ops: '" + op + "' is not one of sum, max";
+  }
+  for (const auto& a : o.axes) {
+    if (a != "rows" && a != "columns" && a != "segments") return "--axes: '" + a + "' is not one of rows, columns, segments";
+  }
+  for (const auto& m : o.modes) {
+    if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible";
+  }
+  if (o.types.empty() || o.ops.empty() || o.axes.empty() || o.modes.empty() || o.totals.empty()) {
+    return "--types, --ops, --axes, --modes and --totals need at least one value";
+  }
+  for (std::size_t t : o.totals) {
+    if (t == 0 || t > (std::size_t(1) << 32)) return "--totals: each between 1 and 2^32";
+  }
+  for (std::size_t l : o.lengths) {
+    if (l == 0) return "--lengths: each at least 1";
+  }
+  if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
+  if (o.repetitions < 1) return "--repetitions must be at least 1";
+  return std::nullopt;
+}
+
 std::optional<std::string> validate(const AccuracyOptions& o) {
   if (o.type != "float" && o.type != "double") return "--type must be float or double";
   if (o.n < 2) return "--n must be at least 2";
@@ -161,6 +196,21 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       ->capture_default_str();
   bench_cmd->add_flag("--skip-thrust", bo.skip_thrust, "leave thrust::reduce out");
 
+  BenchAxisOptions xo;
+  std::vector<std::string> total_texts, length_texts;
+  auto* axis_cmd = app.add_subcommand("bench-axis", "axis and segmented reductions: fastreduce vs CUB segmented reduce, same data, same run");
+  axis_cmd->add_option("--types", xo.types, "float,bfloat16")->delimiter(',')->capture_default_str();
+  axis_cmd->add_option("--ops", xo.ops, "sum,max")->delimiter(',')->capture_default_str();
+  axis_cmd->add_option("--totals", total_texts, "elements per shape (default 2^24,2^28)")->delimiter(',');
+  axis_cmd->add_option("--lengths", length_texts, "lengths of the reduced axis (default 1,4,...,4096,2^16,...,2^28)")
+      ->delimiter(',');
+  axis_cmd->add_option("--axes", xo.axes, "rows,columns,segments")->delimiter(',')->capture_default_str();
+  axis_cmd->add_option("--modes", xo.modes, "fast,reproducible")->delimiter(',')->capture_default_str();
+  axis_cmd->add_option("--format", xo.format, "table | csv | json")->capture_default_str();
+  axis_cmd->add_option("--plot", xo.plot, "write a PNG heat map of GB/s per shape (needs python3 + matplotlib)");
+  axis_cmd->add_option("--repetitions", xo.repetitions, "timed batches per measurement (median reported)")
+      ->capture_default_str();
+
   AccuracyOptions ao;
   auto* accuracy_cmd = app.add_subcommand("accuracy", "error of each method on adversarial sums, against the exact sum");
   accuracy_cmd->add_option("--type", ao.type, "float | double")->capture_default_str();
@@ -197,6 +247,19 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     if (bo.sizes.empty()) bo.sizes = default_bench_sizes();
     if (auto problem = validate(bo)) return fail(*problem);
     return run_bench(bo, out, err);
+  }
+  if (axis_cmd->parsed()) {
+    for (auto [texts, values] : {std::pair{&total_texts, &xo.totals}, std::pair{&length_texts, &xo.lengths}}) {
+      if (texts->empty()) continue;
+      values->clear();
+      for (const auto& text : *texts) {
+        const auto value = parse_size(text);
+        if (!value) return fail("not a size: '" + text + "'");
+        values->push_back(*value);
+      }
+    }
+    if (auto problem = validate(xo)) return fail(*problem);
+    return run_bench_axis(xo, out, err);
   }
   if (accuracy_cmd->parsed()) {
     if (auto problem = validate(ao)) return fail(*problem);

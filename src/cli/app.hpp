@@ -34,6 +34,18 @@ struct BenchOptions {
   bool skip_thrust = false;
 };
 
+struct BenchAxisOptions {
+  std::vector<std::string> types{"float", "bfloat16"};
+  std::vector<std::string> ops{"sum", "max"};
+  std::vector<std::size_t> totals{std::size_t(1) << 24, std::size_t(1) << 28};  // elements per shape
+  std::vector<std::size_t> lengths;  // empty: 1, 4, 16, ..., 4096, 2^16, 2^20, 2^22, 2^24, 2^26, 2^28 (up to the total)
+  std::vector<std::string> axes{"rows", "columns", "segments"};
+  std::vector<std::string> modes{"fast"};
+  std::string format = "table";
+  std::string plot;  // PNG path: also writes <plot>.csv and runs scripts/plot_axis.py
+  int repetitions = 10;
+};
+
 struct AccuracyOptions {
   std::string type = "float";
   std::size_t n = std::size_t(1) << 22;
@@ -43,6 +55,8 @@ struct AccuracyOptions {
 
 // The default bench sizes.
 std::vector<std::size_t> default_bench_sizes();
+// The default lengths of bench-axis: those up to `total`.
+std::vector<std::size_t> default_axis_lengths(std::size_t total);
 
 // Parses "16777216", "2^24", "1<<24", "16M" (2^20 units: K, M, G). Nothing on a bad string.
 std::optional<std::size_t> parse_size(std::string_view text);
@@ -51,6 +65,7 @@ std::optional<std::size_t> parse_size(std::string_view text);
 std::optional<std::string> validate(const LadderOptions& options);
 std::optional<std::string> validate(const BenchOptions& options);
 std::optional<std::string> validate(const AccuracyOptions& options);
+std::optional<std::string> validate(const BenchAxisOptions& options);
 
 // Runs the command line; returns the process exit code (0 ok, 1 runtime failure or no GPU,
 // 2 bad arguments).
@@ -59,6 +74,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 int run_info(std::ostream& out, std::ostream& err);
 int run_ladder(const LadderOptions& options, std::ostream& out, std::ostream& err);
 int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& err);
+int run_bench_axis(const BenchAxisOptions& options, std::ostream& out, std::ostream& err);
 int run_accuracy(const AccuracyOptions& options, std::ostream& out, std::ostream& err);
 
 // Lists the rungs (no GPU needed).

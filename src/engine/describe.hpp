@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "engine/axis_plan.hpp"
 #include "engine/plan.hpp"
 #include "fastreduce/fastreduce.cuh"
 
@@ -15,5 +16,9 @@ namespace fastreduce::engine {
 // Returns the error reduce_async would return from planning, if any.
 template <class T, class Op>
 cudaError_t describe_launch(const T* d_in, std::size_t n, const Options& opt, Route& route);
+
+// The plan reduce_axis_async<T, Op> would follow for these arguments on the current device.
+template <class T, class Op>
+cudaError_t describe_axis(const T* d_in, const Axis& axis, const Options& opt, AxisPlan& plan);
 
 }  // namespace fastreduce::engine

@@ -257,19 +257,24 @@ acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, co
   template cudaError_t fastreduce::engine::describe_launch<T, Op>(const T*, std::size_t, const fastreduce::Options&, \
                                                                   fastreduce::engine::Route&);
 
+// The 1-D, axis and segmented entry points (FASTREDUCE_INSTANTIATE_AXIS: engine/axis_dispatch.cuh).
+#define FASTREDUCE_INSTANTIATE_ALL(T, Op) \
+  FASTREDUCE_INSTANTIATE(T, Op)           \
+  FASTREDUCE_INSTANTIATE_AXIS(T, Op)
+
 // All seven ops for an integer input type.
 #define FASTREDUCE_INSTANTIATE_INTEGER(T) \
-  FASTREDUCE_INSTANTIATE(T, Sum)          \
-  FASTREDUCE_INSTANTIATE(T, Prod)         \
-  FASTREDUCE_INSTANTIATE(T, Min)          \
-  FASTREDUCE_INSTANTIATE(T, Max)          \
-  FASTREDUCE_INSTANTIATE(T, BitAnd)       \
-  FASTREDUCE_INSTANTIATE(T, BitOr)        \
-  FASTREDUCE_INSTANTIATE(T, BitXor)
+  FASTREDUCE_INSTANTIATE_ALL(T, Sum)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, Prod)     \
+  FASTREDUCE_INSTANTIATE_ALL(T, Min)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, Max)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, BitAnd)   \
+  FASTREDUCE_INSTANTIATE_ALL(T, BitOr)    \
+  FASTREDUCE_INSTANTIATE_ALL(T, BitXor)
 
 // Sum, Prod, Min and Max for a floating-point input type.
 #define FASTREDUCE_INSTANTIATE_FLOATING(T) \
-  FASTREDUCE_INSTANTIATE(T, Sum)           \
-  FASTREDUCE_INSTANTIATE(T, Prod)          \
-  FASTREDUCE_INSTANTIATE(T, Min)           \
-  FASTREDUCE_INSTANTIATE(T, Max)
+  FASTREDUCE_INSTANTIATE_ALL(T, Sum)       \
+  FASTREDUCE_INSTANTIATE_ALL(T, Prod)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, Min)       \
+  FASTREDUCE_INSTANTIATE_ALL(T, Max)

@@ -1,5 +1,5 @@
 // The engine's entry points for float inputs (one translation unit per type).
-#include "engine/dispatch.cuh"
+#include "engine/axis_dispatch.cuh"
 
 using namespace fastreduce;
 

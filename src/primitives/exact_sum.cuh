@@ -415,3 +415,65 @@ __device__ __forceinline__ void finish_exact_rows(const unsigned long long* rows
 }
 
 }  // namespace fastreduce::primitives
+
+namespace fastreduce::primitives {
+
+// One warp: the rounded value of a row of ExactSum<A>::kLimbs signed limbs in shared memory
+// (limb j counts units of 2^(kLowBit + 32 j); any values, not carried yet) with its special-value
+// flags. The row is normalised in place. The result is valid in lane 0.
+template <class A>
+__device__ __forceinline__ A finish_limb_row(long long* limbs, unsigned special, unsigned lane) {
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  unsigned lowest = W - 1, highest = 0;
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) {
+    const unsigned mask = __ballot_sync(kFullMask, limbs[lane + 32 * k] != 0);
+    if (mask != 0) {
+      highest = 32 * k + 31 - __clz(mask);
+      lowest = lowest < 32 * k ? lowest : 32 * k + __ffs(mask) - 1;
+    }
+  }
+  if (lowest > highest) lowest = 0;  // all zero
+  __syncwarp();
+  unsigned long long* words = reinterpret_cast<unsigned long long*>(limbs);
+  bool negative = false;
+  if (lane == 0) negative = normalize_limbs<W>(words, lowest, highest);
+  __syncwarp();  // lane 0's normalised limbs are visible to the warp
+  negative = __shfl_sync(kFullMask, negative, 0);
+  return round_exact<A>(words, negative, special, lane);
+}
+
+// Adds a finite double x (a whole multiple of 2^kLowBit) into a row of signed limbs with shared-
+// memory atomics (any number of threads may add into the same row at once: integer addition
+// makes the order irrelevant). A non-finite x sets its flag in *special instead.
+template <class A>
+__device__ __forceinline__ void atomic_add_exact(long long* limbs, unsigned* special, double x) {
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  const SplitDouble d = split_double(x, ExactSum<A>::kLowBit);
+  if (d.special != 0) {
+    atomicOr(special, d.special);
+    return;
+  }
+  if (d.mantissa == 0) return;
+  unsigned long long mantissa = d.mantissa;
+  int position = d.position;
+  if (position < 0) {  // bits under the accumulator's lowest, which no partial has
+    mantissa = -position < 64 ? mantissa >> -position : 0;
+    position = 0;
+  }
+  const unsigned q = static_cast<unsigned>(position) / 32;
+  const unsigned r = static_cast<unsigned>(position) % 32;
+  const unsigned long long low = mantissa << r;
+  const unsigned long long high = r != 0 ? mantissa >> (64 - r) : 0;
+  const unsigned long long pieces[3] = {low & 0xFFFFFFFFull, low >> 32, high};
+#pragma unroll
+  for (unsigned i = 0; i < 3; ++i) {
+    if (q + i < W && pieces[i] != 0) {
+      const unsigned long long add = d.negative ? 0ull - pieces[i] : pieces[i];
+      atomicAdd(reinterpret_cast<unsigned long long*>(limbs + q + i), add);  // two's complement: a signed add
+    }
+  }
+}
+
+}  // namespace fastreduce::primitives

@@ -1,0 +1,315 @@
+// `fastreduce bench-axis`: axis and segmented reductions over the shapes of one table, fastreduce
+// beside cub::DeviceSegmentedReduce (rows and segments; CUB has no strided or column form) and
+// beside fastreduce's own 1-D reduction of the same elements, in the same run. Each shape's
+// contenders are timed back to back with their batches interleaved, inputs rotated beyond the L2.
+// GB/s counts the bytes read and written (a short reduced axis writes as much as it reads).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "baselines.hpp"
+#include "cli/app.hpp"
+#include "cli/table.hpp"
+#include "data.hpp"
+#include "device_info.hpp"
+#include "device_memory.hpp"
+#include "engine/describe.hpp"
+#include "fastreduce/fastreduce.cuh"
+#include "fastreduce/runtime.hpp"
+#include "timing.hpp"
+
+#ifndef FASTREDUCE_SOURCE_DIR
+#define FASTREDUCE_SOURCE_DIR "."
+#endif
+
+namespace fastreduce::cli {
+
+namespace {
+
+struct AxisRow {
+  std::string type, op, mode, axis, path;
+  std::size_t total = 0, length = 0, outputs = 0;
+  double ours_us = 0, cub_us = 0, flat_us = 0;  // cub_us 0: no CUB form
+  double bytes = 0;                             // read + written by this shape
+  double flat_bytes = 0;                        // read by the 1-D reduction of the same elements
+  bool agree = true;
+};
+
+int calls_for(const std::function<void(int)>& fn) {
+  const auto probe = bench::time_each(fn, 0, {.warmup = 2, .repetitions = 3});
+  return std::clamp(static_cast<int>(2000.0 / std::max(probe.median_us, 1.0)), 1, 1000);
+}
+
+// Offsets of `total` elements cut into consecutive segments: equal rows, or lengths drawn from a
+// power law between 0 and 2^20 (log-uniform), in a fixed sequence.
+std::vector<std::int64_t> row_offsets(std::size_t total, std::size_t length) {
+  std::vector<std::int64_t> offsets(total / length + 1);
+  for (std::size_t r = 0; r < offsets.size(); ++r) offsets[r] = std::int64_t(r * length);
+  return offsets;
+}
+std::vector<std::int64_t> power_law_offsets(std::size_t total) {
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> exponent(0.0, 20.0);
+  std::vector<std::int64_t> offsets{0};
+  std::size_t at = 0;
+  while (at < total) {
+    const std::size_t length = std::min(total - at, static_cast<std::size_t>(std::exp2(exponent(rng))) - 1);
+    at += length;
+    offsets.push_back(std::int64_t(at));
+  }
+  return offsets;
+}
+
+struct Shape {
+  std::string axis;  // rows, columns, segments
+  std::size_t length = 0;
+  Axis ax{};
+  const std::int64_t* d_offsets = nullptr;  // rows and segments: outputs + 1 offsets
+  std::size_t outputs = 0;
+};
+
+template <class T, class Op>
+bool bench_shape(const BenchAxisOptions& o, const bench::DeviceInfo& device, const std::string& type_name,
+                 const std::string& op_name, std::size_t total, const Shape& shape, double flat_us,
+                 std::vector<AxisRow>& rows, std::ostream& err) {
+  using A = acc_t<T, Op>;
+  const std::size_t in_bytes = total * sizeof(T);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  const std::size_t out_bytes = shape.outputs * sizeof(A);
+  std::size_t slices = std::clamp<std::size_t>(3 * device.l2_bytes / std::max<std::size_t>(in_bytes, 1), 1, 64);
+  while (slices > 1 && slices * in_bytes + 2 * out_bytes > free_bytes / 2) --slices;
+  if (in_bytes + 2 * out_bytes + (std::size_t(1) << 28) > free_bytes) {
+    err << format("\nfastreduce: skipping %s total=%zu: not enough device memory\n", shape.axis.c_str(), total);
+    return true;
+  }
+  bench::DeviceArray<T> arena(slices * total);
+  bench::DeviceArray<A> out(shape.outputs), cub_out(shape.outputs);
+  if (arena.get() == nullptr || out.get() == nullptr || cub_out.get() == nullptr) {
+    err << "\nfastreduce: allocation failed\n";
+    return false;
+  }
+  if (bench::fill_random(arena.get(), slices * total, bench::fresh_seed(), bench::distribution_for(op_name)) !=
+      cudaSuccess) {
+    return false;
+  }
+  auto slice = [&](int call) { return arena.get() + (std::size_t(call) % slices) * total; };
+  const bool has_cub = shape.axis != "columns";
+  std::size_t temp_bytes = 16;
+  for (const auto& mode : o.modes) {
+    const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
+    std::size_t b = 0;
+    const cudaError_t e = shape.axis == "segments"
+                              ? reduce_segments_async<T, Op>(nullptr, b, arena.get(), out.get(), shape.outputs,
+                                                             shape.d_offsets, shape.d_offsets + 1, Op{}, 0, opt)
+                              : reduce_axis_async<T, Op>(nullptr, b, arena.get(), out.get(), shape.ax, Op{}, 0, opt);
+    if (e != cudaSuccess) return false;
+    temp_bytes = std::max(temp_bytes, b);
+  }
+  if (has_cub) {
+    std::size_t b = 0;
+    bench::cub_segmented_reduce<T, Op>(nullptr, b, arena.get(), cub_out.get(), shape.outputs, shape.d_offsets,
+                                       shape.d_offsets + 1, 0);
+    temp_bytes = std::max(temp_bytes, b);
+  }
+  bench::DeviceArray<unsigned char> temp(temp_bytes);
+  if (temp.get() == nullptr) return false;
+  auto cub_call = [&](int i) {
+    std::size_t b = temp_bytes;
+    bench::cub_segmented_reduce<T, Op>(temp.get(), b, slice(i), cub_out.get(), shape.outputs, shape.d_offsets,
+                                       shape.d_offsets + 1, 0);
+  };
+  bool ok = true;
+  for (const auto& mode : o.modes) {
+    const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
+    auto ours = [&, opt](int i) {
+      std::size_t b = temp_bytes;
+      if (shape.axis == "segments") {
+        reduce_segments_async<T, Op>(temp.get(), b, slice(i), out.get(), shape.outputs, shape.d_offsets,
+                                     shape.d_offsets + 1, Op{}, 0, opt);
+      } else {
+        reduce_axis_async<T, Op>(temp.get(), b, slice(i), out.get(), shape.ax, Op{}, 0, opt);
+      }
+    };
+    std::vector<std::function<void(int)>> contenders{ours};
+    if (has_cub) contenders.push_back(cub_call);
+    std::vector<int> calls;
+    for (const auto& c : contenders) calls.push_back(calls_for(c));
+    // Agreement with CUB on slice 0, where CUB has the shape.
+    bool agree = true;
+    if (has_cub) {
+      ours(0);
+      cub_call(0);
+      if (cudaDeviceSynchronize() != cudaSuccess) return false;
+      const auto a = bench::to_host(out.get(), shape.outputs);
+      const auto c = bench::to_host(cub_out.get(), shape.outputs);
+      for (std::size_t q = 0; q < shape.outputs; q += std::max<std::size_t>(1, shape.outputs / 1000)) {
+        const double x = double(a[q]), y = double(c[q]);
+        if (!(std::fabs(x - y) <= 1e-3 * std::max(1.0, std::fabs(y)))) {
+          err << format("\nfastreduce: %s %s %s length=%zu output %zu: fastreduce %.8g, CUB %.8g\n", type_name.c_str(),
+                        op_name.c_str(), shape.axis.c_str(), shape.length, q, x, y);
+          agree = false;
+          break;
+        }
+      }
+    }
+    if (cudaDeviceSynchronize() != cudaSuccess) return false;
+    const auto timings = bench::time_back_to_back_interleaved(contenders, 0, calls, {.warmup = 3, .repetitions = o.repetitions});
+    std::string path = "segments";
+    if (shape.axis != "segments") {
+      engine::AxisPlan plan{};
+      engine::describe_axis<storage_t<T>, Op>(reinterpret_cast<const storage_t<T>*>(arena.get()), shape.ax, opt, plan);
+      path = engine::axis_path_name(plan.path);
+    }
+    AxisRow row{type_name, op_name, mode, shape.axis, path, total, shape.length, shape.outputs};
+    row.ours_us = timings[0].median_us;
+    row.cub_us = has_cub && mode == "fast" ? timings[1].median_us : 0.0;
+    row.flat_us = flat_us;
+    row.bytes = double(in_bytes + out_bytes);
+    row.flat_bytes = double(in_bytes);
+    row.agree = agree;
+    rows.push_back(row);
+    ok = ok && agree;
+  }
+  return ok;
+}
+
+// The 1-D reduction of `total` elements: the bandwidth every shape is measured against.
+template <class T, class Op>
+double time_flat(const bench::DeviceInfo& device, std::size_t total, int repetitions) {
+  using A = acc_t<T, Op>;
+  const std::size_t bytes = total * sizeof(T);
+  const std::size_t slices = std::clamp<std::size_t>(3 * device.l2_bytes / std::max<std::size_t>(bytes, 1), 1, 64);
+  bench::DeviceArray<T> arena(slices * total);
+  bench::DeviceArray<A> out(1);
+  std::size_t temp_bytes = 0;
+  reduce_async<T, Op>(nullptr, temp_bytes, arena.get(), out.get(), total);
+  bench::DeviceArray<unsigned char> temp(temp_bytes);
+  if (arena.get() == nullptr || temp.get() == nullptr) return 0;
+  bench::fill_random(arena.get(), slices * total, bench::fresh_seed(), bench::Distribution::Positive);
+  auto call = [&](int i) {
+    std::size_t b = temp_bytes;
+    reduce_async<T, Op>(temp.get(), b, arena.get() + (std::size_t(i) % slices) * total, out.get(), total);
+  };
+  return bench::time_back_to_back_interleaved({call}, 0, {calls_for(call)}, {.warmup = 3, .repetitions = repetitions})[0]
+      .median_us;
+}
+
+}  // namespace
+
+int run_bench_axis(const BenchAxisOptions& o, std::ostream& out, std::ostream& err) {
+  const auto device = bench::current_device();
+  if (!device) {
+    err << "fastreduce: " << bench::kNoDevice << '\n';
+    return 1;
+  }
+  std::vector<AxisRow> rows;
+  bool ok = true;
+  std::map<std::string, double> flat_us;  // per type, op and total
+  for (std::size_t total : o.totals) {
+    std::vector<std::size_t> lengths = o.lengths.empty() ? default_axis_lengths(total) : o.lengths;
+    std::erase_if(lengths, [&](std::size_t l) { return l > total || total % l != 0; });
+    std::vector<Shape> shapes;
+    for (const auto& axis : o.axes) {
+      if (axis == "segments") {
+        shapes.push_back({axis, 0, {}, nullptr, 0});
+        continue;
+      }
+      for (std::size_t length : lengths) {
+        Shape s{axis, length, {}, nullptr, total / length};
+        s.ax = axis == "rows" ? Axis{.outer = total / length, .length = length} : Axis{.length = length, .inner = total / length};
+        shapes.push_back(s);
+      }
+    }
+    std::size_t done = 0;
+    for (Shape& shape : shapes) {
+      // Offsets for CUB (rows) and for segments, made once per shape.
+      std::vector<std::int64_t> offsets;
+      if (shape.axis == "rows") offsets = row_offsets(total, shape.length);
+      if (shape.axis == "segments") {
+        offsets = power_law_offsets(total);
+        shape.outputs = offsets.size() - 1;
+      }
+      bench::DeviceArray<std::int64_t> d_offsets(offsets.size());
+      if (!offsets.empty()) {
+        if (d_offsets.get() == nullptr) {
+          err << "\nfastreduce: allocation failed (offsets)\n";
+          return 1;
+        }
+        cudaMemcpy(d_offsets.get(), offsets.data(), offsets.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice);
+        shape.d_offsets = d_offsets.get();
+      }
+      ++done;
+      for (const auto& type : o.types) {
+        for (const auto& op : o.ops) {
+          err << format("\r[bench-axis] total %zu: shape %zu/%zu  %s length %zu, %s %s          ", total, done,
+                        shapes.size(), shape.axis.c_str(), shape.length, type.c_str(), op.c_str())
+              << std::flush;
+          runtime::with_type(type, [&]<class T>() {
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, __nv_bfloat16>) {
+              runtime::with_op(op, [&](auto op_tag) {
+                using Op = decltype(op_tag);
+                if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Max>) {
+                  const std::string key = type + " " + op + " " + std::to_string(total);
+                  if (!flat_us.count(key)) flat_us[key] = time_flat<T, Op>(*device, total, o.repetitions);
+                  ok = bench_shape<T, Op>(o, *device, type, op, total, shape, flat_us[key], rows, err) && ok;
+                }
+              });
+            }
+          });
+        }
+      }
+    }
+  }
+  err << "\r" << std::string(90, ' ') << "\r";
+
+  auto gbps = [](double bytes, double us) { return us > 0 ? bytes / (us * 1e-6) / 1e9 : 0.0; };
+  Table table({"type", "op", "mode", "axis", "total", "length", "outputs", "path", "fastreduce us", "GB/s", "1-D GB/s",
+               "of 1-D", "CUB us", "CUB GB/s", "CUB/fastreduce"});
+  for (const auto& r : rows) {
+    const double ours = gbps(r.bytes, r.ours_us), flat = gbps(r.flat_bytes, r.flat_us);
+    table.add({r.type, r.op, r.mode, r.axis, std::to_string(r.total), r.axis == "segments" ? "power law" : std::to_string(r.length),
+               std::to_string(r.outputs), r.path, format("%.2f", r.ours_us), format("%.0f", ours), format("%.0f", flat),
+               format("%.0f%%", 100.0 * ours / std::max(flat, 1e-9)), r.cub_us > 0 ? format("%.2f", r.cub_us) : "-",
+               r.cub_us > 0 ? format("%.0f", gbps(r.bytes, r.cub_us)) : "-",
+               r.cub_us > 0 ? format("%.2fx", r.cub_us / r.ours_us) : "-"});
+  }
+  if (!o.plot.empty()) {
+    const std::string csv = o.plot + ".csv";
+    std::ofstream file(csv);
+    file << "# " << device->name << "\n";
+    table.print_csv(file);
+    file.close();
+    const std::string command = std::string("python3 ") + FASTREDUCE_SOURCE_DIR + "/scripts/plot_axis.py \"" + csv +
+                                "\" \"" + o.plot + "\"";
+    if (std::system(command.c_str()) != 0) err << "fastreduce: plotting failed (is matplotlib installed?)\n";
+  }
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["device"] = {{"name", device->name}, {"sms", device->sms}, {"theoretical_gbps", device->theoretical_gbps()}};
+    for (const auto& r : rows) {
+      j["rows"].push_back({{"type", r.type}, {"op", r.op}, {"mode", r.mode}, {"axis", r.axis}, {"path", r.path},
+                           {"total", r.total}, {"length", r.length}, {"outputs", r.outputs},
+                           {"fastreduce_us", r.ours_us}, {"fastreduce_gbps", gbps(r.bytes, r.ours_us)},
+                           {"flat_gbps", gbps(r.flat_bytes, r.flat_us)}, {"cub_us", r.cub_us},
+                           {"cub_gbps", gbps(r.bytes, r.cub_us)}, {"agree", r.agree}});
+    }
+    out << j.dump(2) << '\n';
+  } else if (o.format == "csv") {
+    table.print_csv(out);
+  } else {
+    out << format("fastreduce bench-axis on %s (%d SMs): per call, back to back, median of %d batches interleaved; "
+                  "inputs rotated beyond the L2\nGB/s = (bytes read + bytes written) / time; 1-D GB/s: fastreduce::reduce "
+                  "of the same elements (bytes read), in the same run\n\n",
+                  device->name.c_str(), device->sms, o.repetitions);
+    table.print(out);
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace fastreduce::cli

@@ -1,0 +1,256 @@
+#include "engine/axis_plan.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace fastreduce::engine {
+
+namespace {
+std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
+
+std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {
+  std::size_t capacity = std::max<std::size_t>(1, std::size_t(std::max(sms, 1)) * std::max(blocks_per_sm, 1));
+  if (max_blocks > 0) capacity = std::min<std::size_t>(capacity, max_blocks);
+  return capacity;
+}
+
+// Blocks launched for `items` work items of `per_block` each: all of them, or max_blocks (the
+// kernels loop over the rest).
+unsigned grid_for(std::size_t items, std::size_t per_block, unsigned max_blocks) {
+  std::size_t grid = std::max<std::size_t>(1, ceil_div(items, per_block));
+  grid = std::min<std::size_t>(grid, std::numeric_limits<int>::max());
+  if (max_blocks > 0) grid = std::min<std::size_t>(grid, max_blocks);
+  return static_cast<unsigned>(grid);
+}
+
+unsigned pow2_floor(std::size_t x) {
+  unsigned p = 1;
+  while (std::size_t(p) * 2 <= x && p < (1u << 30)) p *= 2;
+  return p;
+}
+
+// Column packs per block: all of them up to kAxisThreads, halved (not below 8: 128 bytes of a row)
+// while outer * blocks stays under twice the resident blocks.
+std::size_t column_block_width(std::size_t packs, std::size_t outer, std::size_t resident) {
+  std::size_t width = std::min<std::size_t>(packs, kAxisThreads);
+  for (int halvings = 0; halvings < 5; ++halvings) {
+    if (width <= 8 || outer * ceil_div(packs, width) >= 2 * resident) break;
+    width /= 2;
+  }
+  return width;
+}
+
+// Pieces of `extent` (at least `min_piece` each) that give `base` items at least twice the
+// resident blocks.
+std::size_t pieces_for(std::size_t base, std::size_t extent, std::size_t min_piece, std::size_t resident) {
+  if (base >= 2 * resident || extent == 0) return 1;
+  const std::size_t want = ceil_div(2 * resident, base);
+  return std::max<std::size_t>(1, std::min(want, ceil_div(extent, std::max<std::size_t>(min_piece, 1))));
+}
+}  // namespace
+
+const char* axis_path_name(AxisPath path) {
+  switch (path) {
+    case AxisPath::Nothing: return "nothing";
+    case AxisPath::Identity: return "identity";
+    case AxisPath::Flat: return "flat";
+    case AxisPath::RowsTile: return "rows-tile";
+    case AxisPath::RowsWarp: return "rows-warp";
+    case AxisPath::RowsBlock: return "rows-block";
+    case AxisPath::Columns: return "columns";
+    case AxisPath::ColumnsScalar: return "columns-scalar";
+    case AxisPath::Strided: return "strided";
+    case AxisPath::ReproRows: return "repro-rows";
+    case AxisPath::ReproColumns: return "repro-columns";
+  }
+  return "?";
+}
+
+const char* resolve_axis(const Axis& axis, AxisLayout& layout) {
+  layout.outer = axis.outer;
+  layout.length = axis.length;
+  layout.inner = axis.inner;
+  using u128 = unsigned __int128;
+  const u128 outputs = u128(axis.outer) * axis.inner;
+  if (outputs > u128(std::numeric_limits<std::int64_t>::max())) return "outer * inner overflows";
+  if (outputs * axis.length > u128(std::numeric_limits<std::int64_t>::max())) {
+    return "outer * length * inner overflows";
+  }
+  constexpr std::ptrdiff_t kContiguous = Axis::kContiguous;
+  layout.inner_stride = axis.inner_stride == kContiguous ? 1 : axis.inner_stride;
+  layout.length_stride =
+      axis.length_stride == kContiguous ? static_cast<std::int64_t>(axis.inner) : axis.length_stride;
+  layout.outer_stride = axis.outer_stride == kContiguous ? static_cast<std::int64_t>(axis.inner * axis.length)
+                                                         : axis.outer_stride;
+  if (outputs == 0 || axis.length == 0) return nullptr;
+  // The farthest element from d_in on either side must be addressable.
+  using i128 = __int128;
+  i128 reach = 0;
+  const std::size_t extents[3] = {axis.outer, axis.length, axis.inner};
+  const std::int64_t strides[3] = {layout.outer_stride, layout.length_stride, layout.inner_stride};
+  for (int d = 0; d < 3; ++d) {
+    const i128 s = strides[d] < 0 ? -i128(strides[d]) : i128(strides[d]);
+    reach += s * i128(extents[d] - 1);
+  }
+  if (reach > i128(std::numeric_limits<std::int64_t>::max() / 16)) return "a stride puts elements out of reach";
+  return nullptr;
+}
+
+AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms) {
+  const std::size_t outputs = layout.outputs();
+  if (outputs == 0) return AxisPath::Nothing;
+  if (layout.length == 0) return AxisPath::Identity;
+  const bool rows_contiguous = layout.length_stride == 1 || layout.length == 1;
+  if (outputs == 1 && rows_contiguous) return AxisPath::Flat;
+  if (reproducible_sum) return rows_contiguous ? AxisPath::ReproRows : AxisPath::ReproColumns;
+  const std::size_t row_bytes = layout.length * elem_size;
+  const bool contiguous_rows = layout.inner == 1 && rows_contiguous &&
+                               (layout.outer == 1 || layout.outer_stride == std::int64_t(layout.length));
+  if (contiguous_rows && row_bytes <= kAxisPolicy.tile_row_max_bytes) return AxisPath::RowsTile;
+  if (layout.length_stride == 1) {
+    const bool enough_rows = outputs >= std::size_t(std::max(sms, 1)) * kAxisWarps;
+    return row_bytes <= kAxisPolicy.warp_row_max_bytes && enough_rows ? AxisPath::RowsWarp : AxisPath::RowsBlock;
+  }
+  if (layout.inner_stride == 1 || layout.inner == 1) return AxisPath::Columns;
+  return AxisPath::Strided;
+}
+
+bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool in_aligned) {
+  const std::size_t v = 16 / elem_size;
+  if (!in_aligned || (layout.inner_stride != 1 && layout.inner > 1)) return false;
+  if (layout.inner % v != 0) return false;
+  if (layout.length > 1 && layout.length_stride % std::int64_t(v) != 0) return false;
+  if (layout.outer > 1 && layout.outer_stride % std::int64_t(v) != 0) return false;
+  return true;
+}
+
+AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_size, std::size_t acc_size, int sms,
+                   int blocks_per_sm, unsigned max_blocks, unsigned repro_words) {
+  AxisPlan plan{};
+  plan.path = path;
+  const std::size_t outputs = layout.outputs();
+  const std::size_t resident = resident_blocks(sms, blocks_per_sm, max_blocks);
+  const std::size_t v = 16 / elem_size;
+  switch (path) {
+    case AxisPath::Nothing:
+    case AxisPath::Flat:
+      break;
+    case AxisPath::Identity:
+      plan.items = outputs;
+      plan.grid = grid_for(outputs, kAxisThreads, max_blocks);
+      break;
+    case AxisPath::RowsTile: {
+      const std::size_t tile_elems = kAxisPolicy.tile_bytes / elem_size;
+      plan.rows_per_tile = std::max<std::size_t>(1, tile_elems / layout.length);
+      // Two vectors a thread (4- and 8-byte types, read by vectors), else 8 elements.
+      const std::size_t per_thread = elem_size >= 4 ? 2 * v : 8;
+      plan.group = std::min(32u, pow2_floor(std::max<std::size_t>(1, layout.length / per_thread)));
+      plan.items = ceil_div(outputs, plan.rows_per_tile);
+      plan.grid = grid_for(plan.items, 1, max_blocks);
+      break;
+    }
+    case AxisPath::RowsWarp:
+      plan.items = outputs;
+      plan.grid = grid_for(outputs, kAxisWarps, max_blocks);
+      break;
+    case AxisPath::RowsBlock: {
+      const std::size_t min_piece = std::max<std::size_t>(kAxisPolicy.row_piece_min_bytes / elem_size, v);
+      std::size_t chunks = pieces_for(outputs, layout.length, min_piece, resident);
+      plan.chunk = ceil_div(ceil_div(layout.length, chunks), v) * v;
+      chunks = ceil_div(layout.length, plan.chunk);
+      plan.chunks = static_cast<unsigned>(chunks);
+      plan.items = outputs * chunks;
+      plan.grid = grid_for(plan.items, 1, max_blocks);
+      plan.combine = chunks > 1;
+      if (plan.combine) plan.temp_bytes = outputs * chunks * acc_size;
+      break;
+    }
+    case AxisPath::Columns:
+    case AxisPath::ColumnsScalar: {
+      // Blocks across the columns first (narrower blocks, down to 8 packs = 128 bytes of a row),
+      // pieces of the columns only when that is not enough to fill the GPU twice over. The pieces
+      // come from the vector geometry, so that temp_bytes does not depend on the address.
+      const std::size_t packs_v = ceil_div(layout.inner, v);
+      const std::size_t width_v = column_block_width(packs_v, layout.outer, resident);
+      const std::size_t lanes_v = kAxisThreads / width_v;
+      const std::size_t blocks_v = ceil_div(packs_v, width_v);
+      std::size_t chunks =
+          pieces_for(layout.outer * blocks_v, layout.length, lanes_v * kAxisPolicy.column_piece_min_rows, resident);
+      plan.chunk = ceil_div(layout.length, chunks);
+      chunks = ceil_div(layout.length, plan.chunk);
+      plan.chunks = static_cast<unsigned>(chunks);
+      const std::size_t packs = path == AxisPath::Columns ? layout.inner / v : layout.inner;
+      plan.group = static_cast<unsigned>(column_block_width(packs, layout.outer, resident));
+      plan.lanes = kAxisThreads / plan.group;
+      plan.col_blocks = ceil_div(packs, plan.group);
+      plan.items = layout.outer * plan.col_blocks * chunks;
+      plan.grid = grid_for(plan.items, 1, max_blocks);
+      plan.combine = chunks > 1;
+      if (plan.combine) plan.temp_bytes = layout.outer * chunks * layout.inner * acc_size;
+      break;
+    }
+    case AxisPath::Strided:
+      plan.items = outputs;
+      plan.grid = grid_for(outputs, kAxisWarps, max_blocks);
+      break;
+    case AxisPath::ReproRows: {
+      const std::size_t tiles = ceil_div(layout.length, kReproTile);
+      if (tiles <= kAxisPolicy.repro_warp_row_max_tiles) {
+        plan.group = 1;
+        plan.chunk = tiles;
+        plan.items = outputs;
+        plan.grid = grid_for(outputs, kAxisWarps, max_blocks);
+        break;
+      }
+      plan.group = kAxisWarps;
+      // Each warp adds 64 pieces of at most 2^32 per tile into a 64-bit limb: at most 2^24 tiles
+      // of a piece per block keep every limb below 2^63.
+      std::size_t chunks = pieces_for(outputs, tiles, kAxisWarps, resident);
+      chunks = std::max(chunks, ceil_div(tiles, std::size_t(1) << 24));
+      plan.chunk = ceil_div(tiles, chunks);
+      chunks = ceil_div(tiles, plan.chunk);
+      plan.chunks = static_cast<unsigned>(chunks);
+      plan.items = outputs * chunks;
+      plan.grid = grid_for(plan.items, 1, max_blocks);
+      plan.combine = chunks > 1;
+      if (plan.combine) plan.temp_bytes = outputs * chunks * repro_words * 8;
+      break;
+    }
+    case AxisPath::ReproColumns: {
+      const std::size_t tiles = ceil_div(layout.length, kReproTile);
+      plan.group = layout.inner > 1 && layout.inner < 32 ? static_cast<unsigned>(std::min<std::size_t>(
+                                                                32, std::size_t(pow2_floor(layout.inner - 1)) * 2))
+                                                          : 32u;
+      if (layout.inner == 1) plan.group = 32;
+      plan.col_blocks = ceil_div(outputs, plan.group);
+      std::size_t chunks = pieces_for(plan.col_blocks, tiles, 1, resident);
+      chunks = std::max(chunks, ceil_div(tiles, std::size_t(1) << 24));
+      plan.chunk = ceil_div(tiles, chunks);
+      chunks = ceil_div(tiles, plan.chunk);
+      plan.chunks = static_cast<unsigned>(chunks);
+      plan.items = plan.col_blocks * chunks;
+      plan.grid = grid_for(plan.items, 1, max_blocks);
+      plan.combine = chunks > 1;
+      if (plan.combine) plan.temp_bytes = outputs * chunks * repro_words * 8;
+      break;
+    }
+  }
+  plan.temp_bytes = std::max<std::size_t>(plan.temp_bytes, 16);
+  return plan;
+}
+
+SegmentPlan plan_segments(std::size_t num_segments, std::size_t acc_size, std::size_t scan_temp_bytes, int sms,
+                          int blocks_per_sm, unsigned max_blocks) {
+  SegmentPlan plan{};
+  plan.grid = static_cast<unsigned>(resident_blocks(sms, blocks_per_sm, max_blocks));
+  auto round16 = [](std::size_t bytes) { return ceil_div(bytes, 16) * 16; };
+  plan.pieces_offset = 0;
+  plan.scan_offset = round16(num_segments * 8);
+  plan.scan_temp_offset = plan.scan_offset + round16(num_segments * 8);
+  plan.slots_offset = plan.scan_temp_offset + round16(scan_temp_bytes);
+  const std::size_t workers = std::size_t(plan.grid) * kAxisWarps;
+  plan.temp_bytes = std::max<std::size_t>(16, plan.slots_offset + round16(2 * workers * acc_size));
+  return plan;
+}
+
+}  // namespace fastreduce::engine

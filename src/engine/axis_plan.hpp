@@ -1,0 +1,117 @@
+// Planning of axis and segmented reductions: host arithmetic only, tested on the CPU.
+//
+// A shape (outer, length, inner) with element strides is first resolved (default strides filled
+// in, sizes and offsets checked), then given a path by where its reduced elements lie:
+//   RowsTile     contiguous short rows: a block stages a tile of whole rows in shared memory with
+//                16-byte loads, then groups of threads reduce a row each;
+//   RowsWarp     rows whose elements are contiguous (length_stride 1): a warp per row;
+//   RowsBlock    long rows: a block per row, or per piece of a row (partials and a combine kernel)
+//                when there are too few rows to fill the GPU;
+//   Columns      inner-contiguous (inner_stride 1): each thread walks down a pack of adjacent
+//                columns (a 16-byte vector where the layout allows, else one element), the
+//                block's threads split the rows, and pieces of the columns go to several blocks
+//                when there are too few columns to fill the GPU;
+//   Strided      any other view: a warp per output;
+//   ReproRows / ReproColumns  reproducible floating-point sums (see axis_repro.cuh);
+//   Flat         one output over contiguous elements: the 1-D engine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/policy.hpp"
+#include "fastreduce/fastreduce.cuh"
+
+namespace fastreduce::engine {
+
+enum class AxisPath : unsigned char {
+  Nothing,   // no outputs: nothing is launched
+  Identity,  // length 0: the identity into every output
+  Flat,
+  RowsTile,
+  RowsWarp,
+  RowsBlock,
+  Columns,
+  ColumnsScalar,
+  Strided,
+  ReproRows,
+  ReproColumns,
+};
+const char* axis_path_name(AxisPath path);
+
+// An Axis with every stride resolved.
+struct AxisLayout {
+  std::size_t outer = 1, length = 0, inner = 1;
+  std::int64_t outer_stride = 0, length_stride = 0, inner_stride = 0;
+  [[nodiscard]] std::size_t outputs() const { return outer * inner; }
+};
+
+// Fills in the contiguous strides and checks that the element count and every element's offset
+// fit in 64 bits. Returns null, or the message of what is wrong.
+const char* resolve_axis(const Axis& axis, AxisLayout& layout);
+
+// Axis kernels: every block has kAxisThreads threads.
+inline constexpr unsigned kAxisThreads = 256;
+inline constexpr unsigned kAxisWarps = kAxisThreads / 32;
+
+// Where the paths change (fast mode), in bytes of a row.
+struct AxisPolicy {
+  std::size_t tile_row_max_bytes;  // contiguous rows up to this: RowsTile
+  std::size_t tile_bytes;          // a RowsTile block's tile
+  std::size_t warp_row_max_bytes;  // rows up to this: RowsWarp (with enough rows to fill the GPU)
+  std::size_t row_piece_min_bytes; // the smallest piece of a row worth a block of its own
+  std::size_t column_piece_min_rows;  // rows per row lane: the smallest piece of a column
+  std::size_t repro_warp_row_max_tiles;  // reproducible rows up to this many tiles: a warp per row
+};
+inline constexpr AxisPolicy kAxisPolicy{
+    .tile_row_max_bytes = 256,
+    .tile_bytes = 16384,
+    .warp_row_max_bytes = 16384,
+    .row_piece_min_bytes = 32768,
+    .column_piece_min_rows = 32,
+    .repro_warp_row_max_tiles = 4,
+};
+
+AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms);
+
+struct AxisPlan {
+  AxisPath path = AxisPath::Nothing;
+  unsigned grid = 0;            // blocks of the main kernel (its loops stride over the work items)
+  std::size_t items = 0;        // work items: rows or tiles of rows, row pieces, column blocks x pieces
+  unsigned chunks = 1;          // pieces of each row or column; > 1: partials and a second kernel
+  std::size_t chunk = 0;        // elements (rows), rows (columns) or tiles (reproducible) per piece
+  unsigned group = 1;           // RowsTile: threads per row; ReproRows: warps per row;
+                                // Columns: column packs per block; ReproColumns: outputs per warp
+  unsigned lanes = 1;           // Columns: row lanes per block
+  std::size_t col_blocks = 0;   // Columns, ReproColumns: blocks across the outputs
+  std::size_t rows_per_tile = 0;  // RowsTile
+  std::size_t temp_bytes = 16;  // never 0; does not depend on the input's address
+  bool combine = false;         // a second kernel combines the pieces
+};
+
+// Plans `path` for the layout. blocks_per_sm: of the path's main kernel; in_aligned: d_in is
+// 16-byte aligned (Columns needs it for vectors); repro_words: 8-byte words of an exact
+// accumulator row (reproducible paths).
+AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_size, std::size_t acc_size,
+                   int sms, int blocks_per_sm, unsigned max_blocks, unsigned repro_words);
+
+// Columns can use 16-byte vectors: inner-contiguous, and every row of every outer slice starts
+// on a 16-byte boundary when d_in does.
+bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool in_aligned);
+
+// Segmented reductions: segments are cut into pieces of kSegmentPiece elements (an empty segment
+// is one piece); warps take equal runs of pieces, and a second kernel joins the segments cut by
+// the runs' boundaries.
+inline constexpr std::size_t kSegmentPiece = 4096;
+struct SegmentPlan {
+  unsigned grid = 0;             // blocks of kAxisThreads: grid * kAxisWarps workers
+  std::size_t pieces_offset = 0; // temp: pieces per segment (8 bytes each)
+  std::size_t scan_offset = 0;   // temp: their inclusive scan (8 bytes each)
+  std::size_t scan_temp_offset = 0;  // temp: the scan's own storage
+  std::size_t slots_offset = 0;  // temp: two partials per worker
+  std::size_t temp_bytes = 16;
+};
+SegmentPlan plan_segments(std::size_t num_segments, std::size_t acc_size, std::size_t scan_temp_bytes, int sms,
+                          int blocks_per_sm, unsigned max_blocks);
+
+}  // namespace fastreduce::engine

@@ -1,0 +1,321 @@
+// Reproducible axis and segmented sums: every output bitwise equal to the 1-D reproducible
+// reduce (engine/repro_path.cuh) of its own elements alone.
+//
+// The 1-D sum's bits are fixed by the length of what is summed: tile t of kReproTile elements,
+// lane l of 32 taking the vectors l, l + 32, ... of it (element by element, even and odd elements
+// in two TwoSum chains); each lane's partial (float-valued sums) or each tile's butterfly of the
+// lane partials (double sums) meets the others in an exact fixed-point accumulator, rounded once.
+// Which thread computes a lane's partial, and in what order the exact additions happen, cannot
+// change a bit. So:
+//   - rows with contiguous elements (and segments) are summed by the 1-D code itself, a warp (or
+//     the 8 warps of a block, for long rows) per row, pieces of very long rows in several blocks;
+//   - any other layout (columns) lets thread u of a warp take output u and compute lane l's
+//     partial of a tile for it: the warp's loads then read adjacent columns of one row. Lane
+//     partials of float-valued sums go into the output's exact accumulator in shared memory with
+//     integer atomics; double sums stage the 32 lane partials of a tile and replay the 1-D
+//     butterfly in its order before their exact addition.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/axis_fast.cuh"
+#include "engine/repro_path.cuh"
+#include "primitives/exact_sum.cuh"
+
+namespace fastreduce::engine {
+
+template <class T>
+struct RowView {
+  const T* p;
+  std::size_t n;
+};
+
+// The rows of an axis layout, as views.
+template <class T>
+struct AxisRowViews {
+  AxisRows<T> rows;
+  __device__ __forceinline__ RowView<T> operator()(std::size_t r) const { return {rows.row(r), rows.length}; }
+};
+
+// Segments as rows: [begin[s], end[s]) of `in`; end <= begin is empty.
+template <class T, class Offset>
+struct SegmentViews {
+  const T* in;
+  const Offset* begin;
+  const Offset* end;
+  __device__ __forceinline__ RowView<T> operator()(std::size_t s) const {
+    const Offset b = begin[s], e = end[s];
+    return {in + b, e > b ? static_cast<std::size_t>(e - b) : 0};
+  }
+};
+
+template <class Rows, class A>
+struct ReproRowsArgs {
+  Rows rows;
+  std::size_t items;  // rows * chunks
+  unsigned chunks;
+  std::size_t tiles_per_chunk;
+  unsigned long long* pieces;  // chunks > 1: a row of kExactRowWords<A> words per item
+  A* out;
+};
+
+// WarpsPerRow warps sum a row (or a piece of it) with the 1-D code: their tiles round the warps.
+template <unsigned WarpsPerRow, class T, class Rows>
+__global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs<Rows, acc_t<T, Sum>> args) {
+  using A = acc_t<T, Sum>;
+  using primitives::ExactSum;
+  constexpr unsigned kWarps = kReproThreads / 32;
+  constexpr unsigned kGroups = kWarps / WarpsPerRow;
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  __shared__ long long slots[kWarps][W];
+  __shared__ unsigned specials[kWarps];
+  __shared__ primitives::LaneLimbs lane_limbs[std::is_same_v<A, float> ? kWarps : 1];
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const unsigned rank = warp % WarpsPerRow;
+  auto barrier = [] {
+    if constexpr (WarpsPerRow == 1) __syncwarp();
+    else __syncthreads();
+  };
+  for (std::size_t base = std::size_t(blockIdx.x) * kGroups; base < args.items;
+       base += std::size_t(gridDim.x) * kGroups) {
+    const std::size_t item = base + warp / WarpsPerRow;
+    const bool valid = item < args.items;
+    ExactSum<A> exact;
+    std::size_t r = 0;
+    if (valid) {
+      r = item / args.chunks;
+      const RowView<T> row = args.rows(r);
+      const std::size_t tiles = row.n / kReproTile + (row.n % kReproTile != 0);
+      const std::size_t t0 = (item % args.chunks) * args.tiles_per_chunk;
+      const std::size_t t1 = t0 + args.tiles_per_chunk < tiles ? t0 + args.tiles_per_chunk : tiles;
+      const bool aligned = reinterpret_cast<std::uintptr_t>(row.p) % 16 == 0;
+      if constexpr (std::is_same_v<A, float>) {
+        primitives::LaneExact lane_exact(lane_limbs[warp], lane);
+        sum_tiles(row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane, [&](FloatLane (&lanes)[2]) {
+          const LanePartial partial = lane_partial(lanes);
+          lane_exact.add(partial.sum, partial.error);
+        });
+        lane_exact.into(exact);
+        exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
+      } else {
+        sum_tiles(row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane, [&](DoubleLane (&lanes)[2]) {
+          exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
+        });
+      }
+    }
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = exact.limb[k];
+    if (lane == 0) specials[warp] = exact.special;
+    barrier();  // the group's accumulators are in shared memory
+    if (valid && rank == 0) {
+      unsigned special = specials[warp];
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) {
+        long long sum = slots[warp][lane + 32 * k];
+        for (unsigned g = 1; g < WarpsPerRow; ++g) sum += slots[warp + g][lane + 32 * k];
+        slots[warp][lane + 32 * k] = sum;
+      }
+      for (unsigned g = 1; g < WarpsPerRow; ++g) special |= specials[warp + g];
+      __syncwarp();
+      if (args.chunks == 1) {
+        const A value = primitives::finish_limb_row<A>(slots[warp], special, lane);
+        if (lane == 0) args.out[r] = value;
+      } else {
+        unsigned long long* piece = args.pieces + item * primitives::kExactRowWords<A>;
+#pragma unroll
+        for (unsigned k = 0; k < K; ++k) piece[lane + 32 * k] = static_cast<unsigned long long>(slots[warp][lane + 32 * k]);
+        if (lane == 0) piece[W] = special;
+      }
+    }
+    barrier();  // the slots are read before the next item writes them
+  }
+}
+
+// One warp per output: the exact sum of its pieces' rows, rounded once.
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(const unsigned long long* pieces,
+                                                                            std::size_t outputs, unsigned chunks,
+                                                                            A* out) {
+  using primitives::ExactSum;
+  constexpr unsigned kWarps = kReproThreads / 32;
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  __shared__ long long slots[kWarps][W];
+  primitives::wait_for_prior_grid();
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  for (std::size_t q = std::size_t(blockIdx.x) * kWarps + warp; q < outputs; q += std::size_t(gridDim.x) * kWarps) {
+    long long acc[K] = {};
+    unsigned special = 0;
+    for (unsigned c = 0; c < chunks; ++c) {
+      const unsigned long long* row = pieces + (q * chunks + c) * kWords;
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) acc[k] += static_cast<long long>(__ldcg(row + lane + 32 * k));
+      if (lane == 0) special |= static_cast<unsigned>(__ldcg(row + W));
+    }
+    special = __shfl_sync(primitives::kFullMask, special, 0);
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = acc[k];
+    __syncwarp();
+    const A value = primitives::finish_limb_row<A>(slots[warp], special, lane);
+    if (lane == 0) out[q] = value;
+    __syncwarp();
+  }
+}
+
+template <class T, class A>
+struct ReproColumnsArgs {
+  const T* in;
+  std::size_t outputs, length, inner;
+  std::int64_t outer_stride, length_stride, inner_stride;
+  unsigned width;  // outputs per block (a power of two up to 32): lane u % width of a warp takes output u
+  std::size_t col_blocks;
+  unsigned chunks;
+  std::size_t tiles_per_chunk;
+  std::size_t items;  // col_blocks * chunks
+  unsigned long long* pieces;  // chunks > 1: per output and piece, a row of kExactRowWords<A> words
+  A* out;
+};
+
+// Element k of an output's column, as the 1-D sum reads it: +0.0 past the end.
+template <class T>
+__device__ __forceinline__ T column_element(const T* base, std::int64_t stride, std::size_t k, std::size_t n) {
+  return k < n ? base[static_cast<std::int64_t>(k) * stride] : T(0.0f);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColumnsArgs<T, acc_t<T, Sum>> args) {
+  using A = acc_t<T, Sum>;
+  using primitives::ExactSum;
+  constexpr unsigned kWarps = kReproThreads / 32;
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned V = primitives::kVecElems<T>;
+  constexpr unsigned kLaneVecs = kReproTile / V / 32;  // vectors of a tile per 1-D lane
+  constexpr bool kFloatValued = std::is_same_v<A, float>;
+  __shared__ long long limbs[32][W + 1];  // per output of the block; padded against bank conflicts
+  __shared__ unsigned specials[32];
+  __shared__ DoubleDouble staged[kFloatValued ? 1 : 32][32];  // double: [1-D lane][output]
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const unsigned width = args.width;
+  const unsigned u = lane % width;
+  const unsigned sub = lane / width;       // which of the warp's 32 / width 1-D lanes
+  const unsigned subs = 32 / width;
+  const std::size_t tiles = args.length / kReproTile + (args.length % kReproTile != 0);
+  for (std::size_t item = blockIdx.x; item < args.items; item += gridDim.x) {
+    const std::size_t cb = item % args.col_blocks;
+    const std::size_t piece = item / args.col_blocks;
+    const std::size_t q = cb * width + u;
+    const bool valid = q < args.outputs;
+    const T* base = args.in + static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
+                    static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
+    const std::size_t t0 = piece * args.tiles_per_chunk;
+    const std::size_t t1 = t0 + args.tiles_per_chunk < tiles ? t0 + args.tiles_per_chunk : tiles;
+    for (unsigned j = threadIdx.x; j < 32 * (W + 1); j += kReproThreads) limbs[j / (W + 1)][j % (W + 1)] = 0;
+    if (threadIdx.x < 32) specials[threadIdx.x] = 0;
+    __syncthreads();  // the accumulators are zero
+    if constexpr (kFloatValued) {
+      // Thread (warp, sub) takes the (tile, 1-D lane) pairs p = (m * kWarps + warp) * subs + sub.
+      const std::size_t pairs = (t1 - t0) * 32;
+      for (std::size_t p = std::size_t(warp) * subs + sub; p < pairs; p += std::size_t(kWarps) * subs) {
+        const std::size_t tile_base = (t0 + p / 32) * kReproTile;
+        const unsigned l = static_cast<unsigned>(p % 32);
+        FloatLane lanes[2];
+        constexpr unsigned kBatchVecs = kLaneVecs < 8 ? kLaneVecs : 8;
+#pragma unroll 1
+        for (unsigned j0 = 0; j0 < kLaneVecs; j0 += kBatchVecs) {
+          T x[kBatchVecs][V];
+#pragma unroll
+          for (unsigned j = 0; j < kBatchVecs; ++j) {
+#pragma unroll
+            for (unsigned c = 0; c < V; ++c) {
+              const std::size_t k = tile_base + (std::size_t(j0 + j) * 32 + l) * V + c;
+              x[j][c] = valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f);
+            }
+          }
+#pragma unroll
+          for (unsigned j = 0; j < kBatchVecs; ++j) {
+#pragma unroll
+            for (unsigned c = 0; c < V; ++c) lanes[c % 2].add(primitives::to_acc<float>(x[j][c]));
+          }
+        }
+        if (valid) {
+          const LanePartial partial = lane_partial(lanes);
+          // As the 1-D sum's LaneExact::add: a non-finite sum only sets its flag.
+          primitives::atomic_add_exact<A>(limbs[u], &specials[u], partial.sum);
+          if (isfinite(partial.sum) && isfinite(partial.error)) {
+            primitives::atomic_add_exact<A>(limbs[u], &specials[u], partial.error);
+          }
+        }
+      }
+    } else {
+      // Double sums: per tile, the 32 lane partials of each output are staged, then replayed
+      // through the 1-D butterfly (at offset d, lane i combines i and i + d, lower lane first).
+      for (std::size_t t = t0; t < t1; ++t) {
+        for (unsigned l = warp * subs + sub; l < 32; l += kWarps * subs) {
+          DoubleLane lanes[2];
+#pragma unroll 4
+          for (unsigned j = 0; j < kLaneVecs; ++j) {
+#pragma unroll
+            for (unsigned c = 0; c < V; ++c) {
+              const std::size_t k = t * kReproTile + (std::size_t(j) * 32 + l) * V + c;
+              lanes[c % 2].add(primitives::to_acc<double>(valid ? column_element(base, args.length_stride, k, args.length)
+                                                              : T(0.0f)));
+            }
+          }
+          staged[l][u] = dd_add(lanes[0].total(), lanes[1].total());
+        }
+        __syncthreads();  // the tile's lane partials are staged
+        if (warp == 0 && lane < width && valid) {
+          for (unsigned d = 16; d > 0; d /= 2) {
+            for (unsigned i = 0; i < d; ++i) staged[i][u] = dd_add(staged[i][u], staged[i + d][u]);
+          }
+          const DoubleDouble total = staged[0][u];
+          primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.hi);
+          if (isfinite(total.hi)) primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.lo);
+        }
+        __syncthreads();  // the staged partials are used before the next tile's are written
+      }
+    }
+    __syncthreads();  // every exact addition is done
+    for (unsigned v = warp; v < width; v += kWarps) {
+      const std::size_t qv = cb * width + v;
+      if (qv >= args.outputs) break;
+      if (args.chunks == 1) {
+        const A value = primitives::finish_limb_row<A>(limbs[v], specials[v], lane);
+        if (lane == 0) args.out[qv] = value;
+      } else {
+        // The piece's limbs, carried into 32-bit magnitudes with their sign applied, so that any
+        // number of pieces add up without overflow.
+        long long* row = limbs[v];
+        unsigned lowest = W - 1, highest = 0;
+#pragma unroll
+        for (unsigned k = 0; k < W / 32; ++k) {
+          const unsigned mask = __ballot_sync(primitives::kFullMask, row[lane + 32 * k] != 0);
+          if (mask != 0) {
+            highest = 32 * k + 31 - __clz(mask);
+            lowest = lowest < 32 * k ? lowest : 32 * k + __ffs(mask) - 1;
+          }
+        }
+        if (lowest > highest) lowest = 0;
+        __syncwarp();
+        bool negative = false;
+        if (lane == 0) negative = primitives::normalize_limbs<W>(reinterpret_cast<unsigned long long*>(row), lowest, highest);
+        __syncwarp();
+        negative = __shfl_sync(primitives::kFullMask, negative, 0);
+        unsigned long long* out_row = args.pieces + (qv * args.chunks + piece) * primitives::kExactRowWords<A>;
+        for (unsigned j = lane; j < W; j += 32) {
+          const long long m = row[j];
+          out_row[j] = static_cast<unsigned long long>(negative ? -m : m);
+        }
+        if (lane == 0) out_row[W] = specials[v];
+      }
+    }
+    __syncthreads();  // the accumulators are read before the next item zeroes them
+  }
+}
+
+}  // namespace fastreduce::engine

@@ -1,0 +1,139 @@
+// Segmented reductions in fast mode, balanced without a hint from the caller.
+//
+// Every segment is cut into pieces of kSegmentPiece elements (an empty one is one piece). An
+// inclusive scan of the pieces per segment numbers all pieces; the grid's warps take equal runs of
+// them, so a segment of 2^20 elements is spread over many warps and a million tiny segments over
+// all of them. A warp reduces each segment's pieces in its run: a segment wholly inside the run is
+// written out; the part of a segment cut by the run's start goes to the warp's head slot, the part
+// cut by its end to its tail slot. A second kernel gives each cut segment to the warp where it
+// starts, which combines its tail slot with the head slots of the following runs in run order.
+// The result depends only on the input and the grid: bitwise repeatable.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/axis_fast.cuh"
+
+namespace fastreduce::engine {
+
+template <class Offset>
+__device__ __forceinline__ std::size_t segment_length(const Offset* begin, const Offset* end, std::size_t s) {
+  const Offset b = begin[s], e = end[s];
+  return e > b ? static_cast<std::size_t>(e - b) : 0;
+}
+
+// pieces[s] = the pieces of segment s (at least 1); the scan then turns them into a running sum.
+template <class Offset>
+__global__ void __launch_bounds__(kAxisThreads) segment_pieces_kernel(const Offset* begin, const Offset* end,
+                                                                      std::size_t count, unsigned long long* pieces) {
+  for (std::size_t s = std::size_t(blockIdx.x) * kAxisThreads + threadIdx.x; s < count;
+       s += std::size_t(gridDim.x) * kAxisThreads) {
+    const std::size_t n = segment_length(begin, end, s);
+    pieces[s] = n == 0 ? 1 : n / kSegmentPiece + (n % kSegmentPiece != 0);
+  }
+}
+
+// The first segment whose running piece count exceeds `piece`.
+__device__ __forceinline__ std::size_t segment_of_piece(const unsigned long long* scan, std::size_t count,
+                                                        unsigned long long piece) {
+  std::size_t lo = 0, hi = count;
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (scan[mid] > piece) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+// The run of pieces [first, last) of worker w of `workers` (at most the grid's warps; fewer when
+// there are few pieces, so that each run has at least kMinRun of them).
+inline constexpr unsigned kMinRun = 2;
+struct PieceRun {
+  unsigned long long first, last;
+};
+__device__ __forceinline__ std::size_t active_workers(unsigned long long total, std::size_t warps) {
+  const unsigned long long wanted = (total + kMinRun - 1) / kMinRun;
+  return wanted < warps ? static_cast<std::size_t>(wanted > 0 ? wanted : 1) : warps;
+}
+__device__ __forceinline__ PieceRun piece_run(unsigned long long total, std::size_t w, std::size_t workers) {
+  if (w >= workers) return {total, total};
+  return {total * w / workers, total * (w + 1) / workers};
+}
+
+template <class T, class A, class Offset>
+struct SegmentArgs {
+  const T* in;
+  const Offset* begin;
+  const Offset* end;
+  std::size_t count;
+  const unsigned long long* scan;  // inclusive running count of pieces
+  A* slots;                        // [0, workers): head slots; [workers, 2 workers): tail slots
+  A* out;
+};
+
+template <class T, class Op, class Offset>
+__global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<T, acc_t<T, Op>, Offset> args, Op op) {
+  using A = acc_t<T, Op>;
+  primitives::wait_for_prior_grid();
+  const std::size_t w = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned long long total = __ldcg(args.scan + args.count - 1);
+  const std::size_t workers = active_workers(total, std::size_t(gridDim.x) * kAxisWarps);
+  const std::size_t slots = std::size_t(gridDim.x) * kAxisWarps;
+  const PieceRun run = piece_run(total, w, workers);
+  if (run.first >= run.last) return;
+  std::size_t s = segment_of_piece(args.scan, args.count, run.first);
+  unsigned long long piece = run.first;
+  unsigned long long before = s > 0 ? __ldcg(args.scan + s - 1) : 0;  // pieces of the segments before s
+  while (piece < run.last) {
+    const unsigned long long through = __ldcg(args.scan + s);
+    const unsigned long long stop = through < run.last ? through : run.last;
+    const std::size_t n = segment_length(args.begin, args.end, s);
+    const std::size_t from = static_cast<std::size_t>(piece - before) * kSegmentPiece;
+    std::size_t to = static_cast<std::size_t>(stop - before) * kSegmentPiece;
+    to = to < n ? to : n;
+    A acc = Op::template identity<A>();
+    if (from < to) acc = range_partial<32, 4, A>(args.in + args.begin[s] + from, to - from, lane, op);
+    acc = primitives::warp_reduce(acc, op);
+    if (lane == 0) {
+      const bool cut_before = piece > before;
+      const bool cut_after = stop < through;
+      if (!cut_before && !cut_after) args.out[s] = acc;
+      else if (cut_before) args.slots[w] = acc;
+      else args.slots[slots + w] = acc;
+    }
+    piece = stop;
+    before = through;
+    ++s;
+  }
+}
+
+// A warp per worker: a segment that starts in its run and continues past it is finished here,
+// from its tail slot and the head slots of the runs it reaches (the warp's lanes take every 32nd
+// of them, then a fixed butterfly joins the lanes: the order depends only on the runs).
+template <class A, class Op>
+__global__ void __launch_bounds__(kAxisThreads) segments_join_kernel(const unsigned long long* scan, std::size_t count,
+                                                                     const A* slots, unsigned warps, A* out, Op op) {
+  primitives::wait_for_prior_grid();
+  const std::size_t w = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (w >= warps || count == 0) return;
+  const unsigned long long total = __ldcg(scan + count - 1);
+  const std::size_t workers = active_workers(total, warps);
+  const PieceRun run = piece_run(total, w, workers);
+  if (run.first >= run.last) return;
+  const std::size_t s = segment_of_piece(scan, count, run.last - 1);
+  const unsigned long long through = __ldcg(scan + s);
+  const unsigned long long before = s > 0 ? __ldcg(scan + s - 1) : 0;
+  if (through <= run.last || before < run.first) return;  // not cut after, or not started here
+  A acc = Op::template identity<A>();
+  for (std::size_t next = w + 1 + lane; next < workers; next += 32) {
+    const PieceRun r = piece_run(total, next, workers);
+    if (r.first >= through) break;
+    if (r.first < r.last) acc = op(acc, primitives::load_from_l2(slots + next));
+  }
+  acc = primitives::warp_reduce(acc, op);
+  if (lane == 0) out[s] = op(primitives::load_from_l2(slots + warps + w), acc);
+}
+
+}  // namespace fastreduce::engine

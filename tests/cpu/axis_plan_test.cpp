@@ -1,0 +1,120 @@
+// Planning of axis and segmented reductions (host arithmetic).
+#include <gtest/gtest.h>
+
+#include "engine/axis_plan.hpp"
+
+namespace fr = fastreduce;
+namespace eng = fastreduce::engine;
+
+namespace {
+eng::AxisLayout resolved(const fr::Axis& axis) {
+  eng::AxisLayout layout{};
+  EXPECT_EQ(eng::resolve_axis(axis, layout), nullptr);
+  return layout;
+}
+eng::AxisPath path_of(const fr::Axis& axis, std::size_t elem = 4, bool repro = false) {
+  return eng::choose_axis_path(resolved(axis), elem, repro, 132);
+}
+}  // namespace
+
+TEST(AxisPlan, DefaultStridesAreTheContiguousLayout) {
+  const auto l = resolved({.outer = 3, .length = 5, .inner = 7});
+  EXPECT_EQ(l.inner_stride, 1);
+  EXPECT_EQ(l.length_stride, 7);
+  EXPECT_EQ(l.outer_stride, 35);
+  EXPECT_EQ(l.outputs(), 21u);
+  const auto v = resolved({.outer = 3, .length = 5, .outer_stride = 8});
+  EXPECT_EQ(v.outer_stride, 8);
+  EXPECT_EQ(v.length_stride, 1);
+}
+
+TEST(AxisPlan, OverflowingShapesAreRefused) {
+  eng::AxisLayout l{};
+  EXPECT_NE(eng::resolve_axis({.outer = std::size_t(1) << 40, .length = std::size_t(1) << 30}, l), nullptr);
+  EXPECT_NE(eng::resolve_axis({.outer = std::size_t(1) << 62, .inner = 8}, l), nullptr);
+  EXPECT_NE(eng::resolve_axis({.outer = 2, .length = 2, .outer_stride = std::ptrdiff_t(1) << 61}, l), nullptr);
+  EXPECT_NE(eng::resolve_axis({.outer = 2, .length = 2, .outer_stride = -(std::ptrdiff_t(1) << 61)}, l), nullptr);
+  EXPECT_EQ(eng::resolve_axis({.outer = 0, .length = std::size_t(1) << 62}, l), nullptr);  // nothing is read
+}
+
+TEST(AxisPlan, PathsByShape) {
+  EXPECT_EQ(path_of({.outer = 0, .length = 9}), eng::AxisPath::Nothing);
+  EXPECT_EQ(path_of({.outer = 5, .length = 0}), eng::AxisPath::Identity);
+  EXPECT_EQ(path_of({.outer = 1, .length = 1000}), eng::AxisPath::Flat);
+  EXPECT_EQ(path_of({.outer = 1, .length = 1000}, 4, true), eng::AxisPath::Flat);  // the 1-D bits by construction
+  // Rows: short ones through shared memory (up to 256 bytes), then a warp, then blocks.
+  EXPECT_EQ(path_of({.outer = 100000, .length = 64}), eng::AxisPath::RowsTile);
+  EXPECT_EQ(path_of({.outer = 100000, .length = 65}), eng::AxisPath::RowsWarp);
+  EXPECT_EQ(path_of({.outer = 100000, .length = 128}, 2), eng::AxisPath::RowsTile);
+  EXPECT_EQ(path_of({.outer = 100000, .length = 4096}), eng::AxisPath::RowsWarp);
+  EXPECT_EQ(path_of({.outer = 100000, .length = 4097}), eng::AxisPath::RowsBlock);
+  EXPECT_EQ(path_of({.outer = 100, .length = 1000}), eng::AxisPath::RowsBlock);  // too few rows for a warp each
+  // A row pitch is not the contiguous layout the tiles need.
+  EXPECT_EQ(path_of({.outer = 100000, .length = 16, .outer_stride = 20}), eng::AxisPath::RowsWarp);
+  // Columns, views.
+  EXPECT_EQ(path_of({.length = 1000, .inner = 4}), eng::AxisPath::Columns);
+  EXPECT_EQ(path_of({.outer = 3, .length = 1, .inner = 9}), eng::AxisPath::Columns);
+  EXPECT_EQ(path_of({.outer = 3, .length = 10, .inner = 9, .inner_stride = 2}), eng::AxisPath::Strided);
+  EXPECT_EQ(path_of({.outer = 50, .length = 10, .outer_stride = 1, .length_stride = 50}), eng::AxisPath::Columns);
+  // Reproducible sums: rows with contiguous elements, everything else by columns.
+  EXPECT_EQ(path_of({.outer = 100000, .length = 64}, 4, true), eng::AxisPath::ReproRows);
+  EXPECT_EQ(path_of({.length = 1000, .inner = 4}, 4, true), eng::AxisPath::ReproColumns);
+}
+
+TEST(AxisPlan, VectorsNeedAlignedRowsOfColumns) {
+  EXPECT_TRUE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, true));
+  EXPECT_FALSE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, false));
+  EXPECT_FALSE(eng::columns_vectorizable(resolved({.length = 10, .inner = 6}), 4, true));
+  EXPECT_TRUE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 2, true));
+  EXPECT_FALSE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8, .length_stride = 10}), 4, true));
+  EXPECT_FALSE(eng::columns_vectorizable(resolved({.outer = 2, .length = 3, .inner = 8, .outer_stride = 26}), 4, true));
+}
+
+TEST(AxisPlan, FewLongRowsAndColumnsArePieced) {
+  // 4 rows of 2^24 floats: pieces so that the grid fills 132 SMs.
+  const auto rows = eng::plan_axis(eng::AxisPath::RowsBlock, resolved({.outer = 4, .length = std::size_t(1) << 24}), 4,
+                                   4, 132, 8, 0, 0);
+  EXPECT_GT(rows.chunks, 1u);
+  EXPECT_TRUE(rows.combine);
+  EXPECT_GE(std::size_t(rows.chunks) * rows.chunk, std::size_t(1) << 24);
+  EXPECT_LT(std::size_t(rows.chunks - 1) * rows.chunk, std::size_t(1) << 24);
+  EXPECT_EQ(rows.temp_bytes, 4u * rows.chunks * 4u);
+  EXPECT_GE(rows.items, 2u * 132 * 8);
+  // Many rows: one piece each.
+  const auto many = eng::plan_axis(eng::AxisPath::RowsBlock, resolved({.outer = 100000, .length = 5000}), 4, 4, 132, 8, 0, 0);
+  EXPECT_EQ(many.chunks, 1u);
+  EXPECT_FALSE(many.combine);
+  // Columns: the same pieces whether vectors are possible or not (temp_bytes must not depend on the address).
+  const auto layout = resolved({.length = std::size_t(1) << 22, .inner = 8});
+  const auto vec = eng::plan_axis(eng::AxisPath::Columns, layout, 4, 4, 132, 8, 0, 0);
+  const auto scalar = eng::plan_axis(eng::AxisPath::ColumnsScalar, layout, 4, 4, 132, 8, 0, 0);
+  EXPECT_GT(vec.chunks, 1u);
+  EXPECT_EQ(vec.chunks, scalar.chunks);
+  EXPECT_EQ(vec.temp_bytes, scalar.temp_bytes);
+  EXPECT_EQ(vec.group * 4u, 8u);
+  EXPECT_EQ(scalar.group, 8u);
+  // max_blocks caps the grid.
+  EXPECT_LE(eng::plan_axis(eng::AxisPath::RowsWarp, resolved({.outer = 100000, .length = 100}), 4, 4, 132, 8, 5, 0).grid, 5u);
+}
+
+TEST(AxisPlan, ReproduciblePiecesKeepLimbsInRange) {
+  // 2^39 elements in one output: at most 2^24 tiles per piece.
+  const auto p = eng::plan_axis(eng::AxisPath::ReproRows, resolved({.outer = 2, .length = std::size_t(1) << 39}), 4, 4,
+                                132, 4, 0, 33);
+  EXPECT_LE(p.chunk, std::size_t(1) << 24);
+  EXPECT_EQ(p.temp_bytes, 2u * p.chunks * 33u * 8u);
+  const auto warp = eng::plan_axis(eng::AxisPath::ReproRows, resolved({.outer = 1000, .length = 4096}), 4, 4, 132, 4, 0, 33);
+  EXPECT_EQ(warp.group, 1u);
+  EXPECT_EQ(warp.chunks, 1u);
+}
+
+TEST(AxisPlan, SegmentsTemporaryStorage) {
+  const auto p = eng::plan_segments(1000, 4, 1234, 132, 8, 0);
+  EXPECT_EQ(p.grid, 132u * 8u);
+  EXPECT_GE(p.scan_offset, 1000u * 8u);
+  EXPECT_GE(p.scan_temp_offset, p.scan_offset + 1000u * 8u);
+  EXPECT_GE(p.slots_offset, p.scan_temp_offset + 1234u);
+  EXPECT_GE(p.temp_bytes, p.slots_offset + 2u * 132u * 8u * 8u * 4u);
+  EXPECT_EQ(p.slots_offset % 16, 0u);
+  EXPECT_EQ(eng::plan_segments(1000, 4, 1234, 132, 8, 7).grid, 7u);
+}
