@@ -246,7 +246,8 @@ void reduce_axis(const T* d_in, acc_t<T, Op>* d_out, Axis axis, Op op = {}, cons
 // Enqueues d_out[s] = op over d_in[d_begin[s], d_end[s]) for s < num_segments (CUB's segmented
 // reduce: device arrays of offsets; segments may overlap or leave gaps; d_end[s] <= d_begin[s] is
 // an empty segment and gets the identity). Long and short segments are balanced over the GPU
-// without a hint. Errors as reduce_axis_async; offsets outside the input are not checked.
+// without a hint. Errors as reduce_axis_async. Offsets outside the input are not checked, nor is a
+// null d_in (allowed when every segment is empty): like CUB, the offsets are device data.
 template <class T, class Op = Sum, class Offset>
   requires reducible<T, Op> && segment_offset<Offset>
 cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
