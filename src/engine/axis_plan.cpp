@@ -8,6 +8,10 @@ namespace fastreduce::engine {
 namespace {
 std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
 
+// Reproducible pieces: each warp adds 64 pieces of at most 2^32 per tile into a 64-bit limb, so at
+// most 2^24 tiles per piece keep every limb below 2^63.
+constexpr std::size_t kMaxPieceTiles = std::size_t(1) << 24;
+
 std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {
   std::size_t capacity = std::max<std::size_t>(1, std::size_t(std::max(sms, 1)) * std::max(blocks_per_sm, 1));
   if (max_blocks > 0) capacity = std::min<std::size_t>(capacity, max_blocks);
@@ -27,6 +31,17 @@ unsigned pow2_floor(std::size_t x) {
   unsigned p = 1;
   while (std::size_t(p) * 2 <= x && p < (1u << 30)) p *= 2;
   return p;
+}
+
+// Cuts `extent` into `chunks` pieces of a whole number of `granule`s (the last one shorter):
+// sets the plan's piece size and count, and when there is more than one piece, the combine
+// kernel and `piece_bytes` of temporary storage per piece.
+void cut_into_pieces(AxisPlan& plan, std::size_t extent, std::size_t chunks, std::size_t granule,
+                     std::size_t piece_bytes) {
+  plan.chunk = ceil_div(ceil_div(extent, chunks), granule) * granule;
+  plan.chunks = static_cast<unsigned>(ceil_div(extent, plan.chunk));
+  plan.combine = plan.chunks > 1;
+  if (plan.combine) plan.temp_bytes = plan.chunks * piece_bytes;
 }
 
 // Column packs per block: all of them up to kAxisThreads, halved (not below 8: 128 bytes of a row)
@@ -155,14 +170,10 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       break;
     case AxisPath::RowsBlock: {
       const std::size_t min_piece = std::max<std::size_t>(kAxisPolicy.row_piece_min_bytes / elem_size, v);
-      std::size_t chunks = pieces_for(outputs, layout.length, min_piece, resident);
-      plan.chunk = ceil_div(ceil_div(layout.length, chunks), v) * v;
-      chunks = ceil_div(layout.length, plan.chunk);
-      plan.chunks = static_cast<unsigned>(chunks);
-      plan.items = outputs * chunks;
+      cut_into_pieces(plan, layout.length, pieces_for(outputs, layout.length, min_piece, resident), v,
+                      outputs * acc_size);
+      plan.items = outputs * plan.chunks;
       plan.grid = grid_for(plan.items, 1, max_blocks);
-      plan.combine = chunks > 1;
-      if (plan.combine) plan.temp_bytes = outputs * chunks * acc_size;
       break;
     }
     case AxisPath::Columns:
@@ -174,19 +185,16 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       const std::size_t width_v = column_block_width(packs_v, layout.outer, resident);
       const std::size_t lanes_v = kAxisThreads / width_v;
       const std::size_t blocks_v = ceil_div(packs_v, width_v);
-      std::size_t chunks =
-          pieces_for(layout.outer * blocks_v, layout.length, lanes_v * kAxisPolicy.column_piece_min_rows, resident);
-      plan.chunk = ceil_div(layout.length, chunks);
-      chunks = ceil_div(layout.length, plan.chunk);
-      plan.chunks = static_cast<unsigned>(chunks);
+      cut_into_pieces(plan, layout.length,
+                      pieces_for(layout.outer * blocks_v, layout.length, lanes_v * kAxisPolicy.column_piece_min_rows,
+                                 resident),
+                      1, layout.outer * layout.inner * acc_size);
       const std::size_t packs = path == AxisPath::Columns ? layout.inner / v : layout.inner;
       plan.group = static_cast<unsigned>(column_block_width(packs, layout.outer, resident));
       plan.lanes = kAxisThreads / plan.group;
       plan.col_blocks = ceil_div(packs, plan.group);
-      plan.items = layout.outer * plan.col_blocks * chunks;
+      plan.items = layout.outer * plan.col_blocks * plan.chunks;
       plan.grid = grid_for(plan.items, 1, max_blocks);
-      plan.combine = chunks > 1;
-      if (plan.combine) plan.temp_bytes = layout.outer * chunks * layout.inner * acc_size;
       break;
     }
     case AxisPath::Strided:
@@ -203,35 +211,21 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
         break;
       }
       plan.group = kAxisWarps;
-      // Each warp adds 64 pieces of at most 2^32 per tile into a 64-bit limb: at most 2^24 tiles
-      // of a piece per block keep every limb below 2^63.
-      std::size_t chunks = pieces_for(outputs, tiles, kAxisWarps, resident);
-      chunks = std::max(chunks, ceil_div(tiles, std::size_t(1) << 24));
-      plan.chunk = ceil_div(tiles, chunks);
-      chunks = ceil_div(tiles, plan.chunk);
-      plan.chunks = static_cast<unsigned>(chunks);
-      plan.items = outputs * chunks;
+      const std::size_t chunks = pieces_for(outputs, tiles, kAxisWarps, resident);
+      cut_into_pieces(plan, tiles, std::max(chunks, ceil_div(tiles, kMaxPieceTiles)), 1, outputs * repro_words * 8);
+      plan.items = outputs * plan.chunks;
       plan.grid = grid_for(plan.items, 1, max_blocks);
-      plan.combine = chunks > 1;
-      if (plan.combine) plan.temp_bytes = outputs * chunks * repro_words * 8;
       break;
     }
     case AxisPath::ReproColumns: {
       const std::size_t tiles = ceil_div(layout.length, kReproTile);
-      plan.group = layout.inner > 1 && layout.inner < 32 ? static_cast<unsigned>(std::min<std::size_t>(
-                                                                32, std::size_t(pow2_floor(layout.inner - 1)) * 2))
-                                                          : 32u;
-      if (layout.inner == 1) plan.group = 32;
+      // Outputs per block: 32, or for fewer than 32 columns the next power of two above them.
+      plan.group = layout.inner > 1 && layout.inner < 32 ? 2 * pow2_floor(layout.inner - 1) : 32u;
       plan.col_blocks = ceil_div(outputs, plan.group);
-      std::size_t chunks = pieces_for(plan.col_blocks, tiles, 1, resident);
-      chunks = std::max(chunks, ceil_div(tiles, std::size_t(1) << 24));
-      plan.chunk = ceil_div(tiles, chunks);
-      chunks = ceil_div(tiles, plan.chunk);
-      plan.chunks = static_cast<unsigned>(chunks);
-      plan.items = plan.col_blocks * chunks;
+      const std::size_t chunks = pieces_for(plan.col_blocks, tiles, 1, resident);
+      cut_into_pieces(plan, tiles, std::max(chunks, ceil_div(tiles, kMaxPieceTiles)), 1, outputs * repro_words * 8);
+      plan.items = plan.col_blocks * plan.chunks;
       plan.grid = grid_for(plan.items, 1, max_blocks);
-      plan.combine = chunks > 1;
-      if (plan.combine) plan.temp_bytes = outputs * chunks * repro_words * 8;
       break;
     }
   }
