@@ -46,6 +46,17 @@ acc_t<T, Op> thrust_reduce(const T* d_in, std::size_t n, cudaStream_t stream) {
   return thrust::reduce(thrust::cuda::par.on(stream), d_in, d_in + n, cub_init<A, Op>(), cub_op<A, Op>());
 }
 
+template <class T>
+cudaError_t cub_sum(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, std::size_t n,
+                    cudaStream_t stream) {
+  return cub::DeviceReduce::Sum(d_temp, temp_bytes, d_in, d_out, static_cast<std::int64_t>(n), stream);
+}
+template cudaError_t cub_sum<std::int32_t>(void*, std::size_t&, const std::int32_t*, std::int32_t*, std::size_t, cudaStream_t);
+template cudaError_t cub_sum<std::uint32_t>(void*, std::size_t&, const std::uint32_t*, std::uint32_t*, std::size_t, cudaStream_t);
+template cudaError_t cub_sum<std::int64_t>(void*, std::size_t&, const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
+template cudaError_t cub_sum<float>(void*, std::size_t&, const float*, float*, std::size_t, cudaStream_t);
+template cudaError_t cub_sum<double>(void*, std::size_t&, const double*, double*, std::size_t, cudaStream_t);
+
 #define FASTREDUCE_BASELINE(T, Op)                                                                  \
   template cudaError_t cub_reduce<T, Op>(void*, std::size_t&, const T*, acc_t<T, Op>*, std::size_t, \
                                          cudaStream_t);                                             \

@@ -26,6 +26,12 @@ cudaError_t cub_segmented_reduce(void* d_temp, std::size_t& temp_bytes, const T*
                                  std::size_t segments, const std::int64_t* d_begin, const std::int64_t* d_end,
                                  cudaStream_t stream);
 
+// cub::DeviceReduce::Sum with T in and out (the ladder's reference row; two's-complement
+// wrap for integers, like the ladder). Built for int32, uint32, int64, float and double.
+template <class T>
+cudaError_t cub_sum(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, std::size_t n,
+                    cudaStream_t stream);
+
 // thrust::reduce on `stream` (it synchronises and returns the value to the host).
 template <class T, class Op>
 acc_t<T, Op> thrust_reduce(const T* d_in, std::size_t n, cudaStream_t stream);

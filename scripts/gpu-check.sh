@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one go: build, the GPU test tier, compute-sanitizer
 # (memcheck, racecheck, synccheck) over the GPU tests in quick mode, the GPU tier again from
-# builds for other architecture lists, the ladder at 2^24 and 2^28 floats, the bench against CUB
+# builds for other architecture lists, the ladder at 2^24 and 2^28 floats (with int32, block sweeps
+# and half the SMs held), Nsight Compute counters for every rung, the bench against CUB
 # and Thrust, the axis bench against CUB and torch, and the accuracy report.
 # Logs go under $OUT (or ./gpu-check-logs). Pick stages by name; default: all of them.
-#   scripts/gpu-check.sh                     # build test sanitize arch ladder bench axis accuracy
+#   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench axis accuracy
 #   scripts/gpu-check.sh build test
 #   ARCHS="80 80;90" scripts/gpu-check.sh arch
 set -uo pipefail
@@ -13,7 +14,7 @@ OUT=${OUT:-gpu-check-logs}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder bench axis accuracy)
+[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder profile bench axis accuracy)
 want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 status=0
 step() { echo; echo "== $1 ($(date +%T))"; }
@@ -76,12 +77,31 @@ if want arch; then
 fi
 if want ladder; then
   step ladder
-  for p in 24 28; do
+  for p in 20 24 28; do
     "$BIN/fastreduce" ladder --n "2^$p" --format json > "$OUT/ladder_2p${p}.json" 2> "$OUT/ladder_2p${p}.err" || status=1
-    "$BIN/fastreduce" ladder --n "2^$p" --seed 1 2>/dev/null | tee "$OUT/ladder_2p${p}.txt" | head -20
+  done
+  for p in 24 28; do
+    "$BIN/fastreduce" ladder --n "2^$p" --seed 1 > "$OUT/ladder_2p${p}.txt" 2>/dev/null || status=1
+    head -32 "$OUT/ladder_2p${p}.txt"
   done
   "$BIN/fastreduce" ladder --n 2^24 --sweep-blocks --format json > "$OUT/ladder_sweep_2p24.json" 2>/dev/null || status=1
-  summary+=("ladder: $(grep -c '✅ pass' "$OUT/ladder_2p28.txt") rungs pass at 2^28")
+  # int32, where rung 10's single-instruction warp reduction applies.
+  "$BIN/fastreduce" ladder --n 2^24 --type int32 --format json > "$OUT/ladder_int32_2p24.json" 2>/dev/null || status=1
+  # Another kernel holds half the SMs: which rows still finish.
+  sms=$("$BIN/fastreduce" info 2>/dev/null | awk '/^SMs/ {print $2}')
+  "$BIN/fastreduce" ladder --n 2^24 --hold-sms "$(( ${sms:-2} / 2 ))" --format json > "$OUT/ladder_held_2p24.json" 2>/dev/null || status=1
+  summary+=("ladder: $(grep -c '✅ pass' "$OUT/ladder_2p28.txt") rows pass at 2^28")
+fi
+if want profile; then
+  # Nsight Compute counters for every rung and reference row (scripts/ladder_profile.py).
+  step "profile (ncu)"
+  for p in 24 28; do
+    python3 scripts/ladder_profile.py --binary "$BIN/fastreduce" --n "2^$p" --out "$OUT/ladder_ncu_2p${p}.json" \
+      2> "$OUT/ladder_ncu_2p${p}.log" || { tail -5 "$OUT/ladder_ncu_2p${p}.log"; status=1; }
+  done
+  python3 scripts/ladder_profile.py --binary "$BIN/fastreduce" --n 2^24 --type int32 --rungs 8f16,9,10,11,12 \
+    --out "$OUT/ladder_ncu_int32_2p24.json" 2> "$OUT/ladder_ncu_int32_2p24.log" || status=1
+  summary+=("profile: $(grep -c '"rung"' "$OUT"/ladder_ncu_2p24.json 2>/dev/null) rows at 2^24")
 fi
 if want bench; then
   step bench

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Regenerate the README's result tables from the measurements in docs/results/.
+"""Regenerate the result tables of README.md and docs/ladder.md from the measurements in docs/results/.
 
-Each table sits between <!-- NAME --> and <!-- /NAME --> markers in README.md, NAME ending in
-the GPU (H200, H100); the newest file of each kind for that GPU is used:
-  ladder-2p28-*, ladder-2p24-*: ladder_<GPU>_<date>_2p28.json (`fastreduce ladder --format json`)
+Each table sits between <!-- NAME --> and <!-- /NAME --> markers, NAME ending in the GPU (H200,
+H100); the newest file of each kind for that GPU is used:
+  ladder-2p28-*, -2p24-*, -2p20-*: ladder_<GPU>_<date>_2p28.json (`fastreduce ladder --format json`), with
+                               the counters of ladder_ncu_<GPU>_<date>_2p28.json (scripts/ladder_profile.py)
+  ladder-int32-2p24-*:         ladder_int32_<GPU>_<date>_2p24.json, ladder_ncu_int32_<GPU>_<date>_2p24.json
+  held-*:                      ladder_held_<GPU>_<date>_2p24.json (`fastreduce ladder --hold-sms N`)
+  rung-<id>-*:                 one line per size for docs/ladder.md, from the ladder and counter files
   sweep-*:                     ladder_sweep_<GPU>_<date>_2p24.json (`... --sweep-blocks`)
   bench-summary-*, bench-float-sum-*: bench_<GPU>_<date>.json (`fastreduce bench --format json`)
   modes-*:                     modes_<GPU>_<date>.json (`fastreduce bench --modes fast,reproducible`)
@@ -27,29 +31,126 @@ def newest(pattern):
     return files[-1] if files else None
 
 
-def ladder_table(path):
+# The lecture's V100 figures (seed 004, block 256, N = 2^30 floats), as % of its 898 GB/s peak:
+# rungs 1-4 and the coarsened loads F = 4 ... 64 (the lecture's reduce5 ... reduce9).
+V100_GBPS = {"1": 182.67, "2": 287.91, "3": 382.45, "4": 684.03,
+             "8f4": 870.91, "8f8": 873.42, "8f16": 875.47, "8f32": 875.18, "8f64": 872.02}
+V100_PEAK = 898.0
+
+
+def ladder_profile(path, gpu):
+    """The Nsight Compute file of the same GPU, type and size as a ladder file, or None."""
+    data = json.load(open(path))
+    size = os.path.basename(path).rsplit("_", 1)[1]
+    kind = "" if data["type"] == "float" else data["type"] + "_"
+    found = newest(f"ladder_ncu_{kind}{gpu}_*_{size}")
+    if not found:
+        return None, {}
+    prof = json.load(open(found))
+    if prof["n"] != data["n"] or prof["type"] != data["type"] or prof["op"] != data["op"]:
+        return None, {}
+    return found, {r["rung"]: r for r in prof["rows"]}
+
+
+def ladder_rows(data):
+    """The rungs at block 256 (in order), then the reference rows."""
+    rungs = [r for r in data["rows"] if not r.get("reference") and r["block"] == 256] or \
+        [r for r in data["rows"] if not r.get("reference")]
+    return rungs, [r for r in data["rows"] if r.get("reference")]
+
+
+def ladder_table(path, gpu):
     data = json.load(open(path))
     dev = data["device"]
-    rows = [r for r in data["rows"] if r["block"] == 256] or data["rows"]
-    out = [f"`{os.path.relpath(path, ROOT)}`: {data['type']} {data['op']}, n = {data['n']:,}, "
-           f"block 256, on {dev['name']} (theoretical {dev['theoretical_gbps']:.0f} GB/s, "
-           f"device copy {dev['copy_gbps']:.0f} GB/s read + write)", "",
-           "| rung | kernel | time (µs) | GB/s | % of peak | % of copy | step | cumulative | check |",
-           "|---|---|---:|---:|---:|---:|---:|---:|:---:|"]
-    first = rows[0]["time_us"]
+    prof_path, prof = ladder_profile(path, gpu)
+    rungs, references = ladder_rows(data)
+    head = (f"`{os.path.relpath(path, ROOT)}`" + (f" and `{os.path.relpath(prof_path, ROOT)}`" if prof_path else "") +
+            f": {data['type']} {data['op']}, n = {data['n']:,}, block 256, on {dev['name']} "
+            f"(theoretical {dev['theoretical_gbps']:.0f} GB/s, device copy {dev['copy_gbps']:.0f} GB/s read + write)")
+    cols = "| rung | kernel | time (µs) | GB/s | % of peak | V100 % of peak | step | cumulative |"
+    rule = "|---|---|---:|---:|---:|---:|---:|---:|"
+    if prof:
+        cols += " DRAM % | warp eff. % | divergent branches | bank conflicts | occupancy % | instr. / element | requests / 1k el. |"
+        rule += "---:|---:|---:|---:|---:|---:|---:|"
+    out = [head, "", cols + " check |", rule + ":---:|"]
+    first = rungs[0]["time_us"]
     prev = None
-    for r in rows:
+
+    def counters(r):
+        p = prof.get(r["rung"])
+        if not prof:
+            return ""
+        if not p:
+            return " - | - | - | - | - | - | - |"
+        return (f" {p['dram_pct']:.1f} | {p['warp_efficiency']:.1f} | {p.get('divergent_branches', 0):,.0f} | {p['bank_conflicts']:,.0f} | "
+                f"{p['occupancy_pct']:.1f} | {p['inst_per_element']:.3f} | {p['requests_per_kelement']:.1f} |")
+
+    for r in rungs:
         step = f"{prev / r['time_us']:.2f}x" if prev else "-"
-        out.append(f"| {r['rung']} | {r['kernel']} | {r['time_us']:.1f} | {r['gbps']:.0f} | {r['pct_peak']:.1f} | "
-                   f"{r['pct_copy']:.1f} | {step} | {first / r['time_us']:.2f}x | {'pass' if r['pass'] else 'FAIL'} |")
+        v100 = f"{100 * V100_GBPS[r['rung']] / V100_PEAK:.1f}" if r["rung"] in V100_GBPS and data["type"] == "float" else "-"
+        out.append(f"| {r['rung']} | {r['kernel']} | {r['time_us']:.1f} | {r['gbps']:.0f} | {r['pct_peak']:.1f} | {v100} | "
+                   f"{step} | {first / r['time_us']:.2f}x |{counters(r)} {'pass' if r['pass'] else 'FAIL'} |")
         prev = r["time_us"]
+    for r in references:
+        out.append(f"| *{r['rung']}* | {r['kernel']} | {r['time_us']:.1f} | {r['gbps']:.0f} | {r['pct_peak']:.1f} | - | "
+                   f"- | {first / r['time_us']:.2f}x |{counters(r)} {'pass' if r['pass'] else 'FAIL'} |")
     return "\n".join(out)
+
+
+def held_table(path):
+    data = json.load(open(path))
+    alone = {r["rung"]: r["time_us"] for r in data["rows"] if r.get("reference") or r["block"] == 256}
+    out = [f"`{os.path.relpath(path, ROOT)}`: {data['type']} {data['op']}, n = {data['n']:,}, on {data['device']['name']}, "
+           f"one run of each row while another kernel holds {data['held_sms']} of {data['device']['sms']} SMs "
+           "(one block per SM, all its shared memory), one-second deadline", "",
+           "| rung | alone (µs, median) | while held (µs) | outcome |", "|---|---:|---:|---|"]
+    for h in data["held"]:
+        if h["finished"]:
+            outcome, held = "finished on the free SMs", f"{h['time_us']:.1f}"
+        elif h["problem"]:
+            outcome, held = f"launch failed: {h['problem']}", "-"
+        else:
+            outcome, held = f"not finished after {h['time_us'] / 1e3:.0f} ms: waits for the held SMs", "-"
+        out.append(f"| {h['rung']} | {alone.get(h['rung'], 0):.1f} | {held} | {outcome} |")
+    return "\n".join(out)
+
+
+def rung_facts(gpu):
+    """Per rung id, a bullet per size for docs/ladder.md: time, bandwidth and counters on `gpu`."""
+    facts = {}
+    for size in ("2p24", "2p28"):
+        path = newest(f"ladder_{gpu}_*_{size}.json")
+        if not path:
+            continue
+        data = json.load(open(path))
+        _, prof = ladder_profile(path, gpu)
+        rungs, references = ladder_rows(data)
+        prev = None
+        for r in rungs + references:
+            text = (f"- {data['device']['name']}, n = 2^{size[2:]}: {r['time_us']:.1f} µs, {r['gbps']:.0f} GB/s "
+                    f"({r['pct_peak']:.1f}% of peak)")
+            if prev and not r.get("reference"):
+                text += f", {prev / r['time_us']:.2f}x the rung before"
+            p = prof.get(r["rung"])
+            if p:
+                text += (f"; DRAM {p['dram_pct']:.1f}% of peak, warp efficiency {p['warp_efficiency']:.1f}%, "
+                         f"{p.get('divergent_branches', 0):,.0f} divergent branches, {p['bank_conflicts']:,.0f} bank conflicts, occupancy {p['occupancy_pct']:.1f}%, "
+                         f"{p['inst_per_element']:.3f} warp instructions per element, "
+                         f"{p['requests_per_kelement']:.1f} load requests per 1000 elements")
+                if p.get("tensor_pct", 0) >= 0.05:
+                    text += f", tensor pipe active {p['tensor_pct']:.1f}% of its peak"
+            facts.setdefault(r["rung"], []).append(text)
+            if not r.get("reference"):
+                prev = r["time_us"]
+    return {rung: "\n".join(lines) for rung, lines in facts.items()}
 
 
 def sweep_table(path):
     data = json.load(open(path))
     rungs, blocks, cell = [], [], {}
     for r in data["rows"]:
+        if r.get("reference"):
+            continue
         if r["rung"] not in rungs:
             rungs.append(r["rung"])
         if r["block"] not in blocks:
@@ -182,8 +283,12 @@ def main():
     tables = {}
     specs = []
     for gpu in ("H200", "H100"):
-        specs += [(f"ladder-2p28-{gpu}", f"ladder_{gpu}_*_2p28.json", ladder_table),
-                  (f"ladder-2p24-{gpu}", f"ladder_{gpu}_*_2p24.json", ladder_table),
+        ladder = lambda p, g=gpu: ladder_table(p, g)
+        specs += [(f"ladder-2p28-{gpu}", f"ladder_{gpu}_*_2p28.json", ladder),
+                  (f"ladder-2p24-{gpu}", f"ladder_{gpu}_*_2p24.json", ladder),
+                  (f"ladder-2p20-{gpu}", f"ladder_{gpu}_*_2p20.json", ladder),
+                  (f"ladder-int32-2p24-{gpu}", f"ladder_int32_{gpu}_*_2p24.json", ladder),
+                  (f"held-{gpu}", f"ladder_held_{gpu}_*.json", held_table),
                   (f"sweep-{gpu}", f"ladder_sweep_{gpu}_*.json", sweep_table),
                   (f"bench-summary-{gpu}", f"bench_{gpu}_*.json", bench_summary),
                   (f"bench-float-sum-{gpu}", f"bench_{gpu}_*.json", lambda p: bench_table(p, ("float", "sum"))),
@@ -195,19 +300,28 @@ def main():
         path = newest(pattern)
         if path:
             tables[name] = render(path)
-    readme_path = os.path.join(ROOT, "README.md")
-    readme = open(readme_path).read()
-    updated = readme
-    for name, table in tables.items():
-        updated = re.sub(rf"(<!-- {name} -->\n)(?:.*?\n)?(<!-- /{name} -->)",
-                         lambda m: m.group(1) + table + "\n" + m.group(2), updated, flags=re.S)
+    for gpu in ("H200", "H100"):
+        for rung, text in rung_facts(gpu).items():
+            tables[f"rung-{rung}-{gpu}"] = text
+    stale = []
+    for doc in ("README.md", os.path.join("docs", "ladder.md")):
+        doc_path = os.path.join(ROOT, doc)
+        if not os.path.exists(doc_path):
+            continue
+        text = open(doc_path).read()
+        updated = text
+        for name, table in tables.items():
+            updated = re.sub(rf"(<!-- {re.escape(name)} -->\n)(?:.*?\n)?(<!-- /{re.escape(name)} -->)",
+                             lambda m: m.group(1) + table + "\n" + m.group(2), updated, flags=re.S)
+        if updated != text:
+            stale.append(doc)
+            if "--check" not in sys.argv:
+                open(doc_path, "w").write(updated)
     if "--check" in sys.argv:
-        sys.exit(0 if updated == readme else 1)
-    if updated != readme:
-        open(readme_path, "w").write(updated)
-        print("README.md tables regenerated")
-    else:
-        print("README.md tables up to date")
+        if stale:
+            print("out of date: " + ", ".join(stale) + " (run scripts/results_tables.py)")
+        sys.exit(1 if stale else 0)
+    print(("regenerated: " + ", ".join(stale)) if stale else "README.md and docs/ladder.md up to date")
 
 
 if __name__ == "__main__":

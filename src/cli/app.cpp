@@ -86,9 +86,15 @@ std::optional<std::string> validate(const LadderOptions& o) {
   if (!ladder::valid_block(o.block)) {
     return "--block must be a power of two from 32 to 1024 (got " + std::to_string(o.block) + ")";
   }
-  if (o.rung != "all" && o.rung != "list" && ladder::find_rung(o.rung) == nullptr) {
-    return "--rung '" + o.rung + "' is not a rung; `fastreduce ladder --rung list` lists them";
+  const bool reference = contains(ladder::kReferenceIds, o.rung);
+  if (o.rung != "all" && o.rung != "list" && !reference && ladder::find_rung(o.rung) == nullptr) {
+    return "--rung '" + o.rung + "' is not a rung or a reference row; `fastreduce ladder --rung list` lists them";
   }
+  if (o.profile_pass && (o.rung == "all" || o.rung == "list")) {
+    return "--profile-pass needs one --rung (a rung id, engine, cub or read-bound)";
+  }
+  if (o.profile_pass && o.sweep_blocks) return "--profile-pass runs one block size: drop --sweep-blocks";
+  if (o.rung == "cub" && o.op != "sum") return "--rung cub is cub::DeviceReduce::Sum: it needs --op sum";
   if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
   if (o.repetitions < 1) return "--repetitions must be at least 1";
   return std::nullopt;
@@ -145,10 +151,14 @@ std::optional<std::string> validate(const AccuracyOptions& o) {
 }
 
 void print_rungs(std::ostream& out) {
-  out << "id    rung  kernel                  what it changes                                            source\n";
+  out << "id    rung  kernel                  what it changes                                                   source\n";
   for (const ladder::Rung& r : ladder::rungs()) {
-    out << format("%-5s %-5d %-23s %-58s %s\n", r.id, r.number, r.name, r.change, r.seed);
+    out << format("%-5s %-5d %-23s %-65s %s\n", r.id, r.number, r.name, r.change, r.seed);
   }
+  out << "\nReference rows (printed under the rungs; --rung takes their ids too):\n"
+         "engine      fastreduce::reduce (fast mode)\n"
+         "cub         cub::DeviceReduce::Sum (sum only)\n"
+         "read-bound  one pass of 16-byte loads, block totals combined by atomics in no fixed order\n";
 }
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -181,6 +191,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   ladder_cmd->add_option("--format", lo.format, "table | csv | json")->capture_default_str();
   ladder_cmd->add_option("--repetitions", lo.repetitions, "timed runs per row (median reported)")->capture_default_str();
   ladder_cmd->add_option("--seed", lo.seed, "data seed (0: fresh random data)");
+  ladder_cmd->add_flag("--profile-pass", lo.profile_pass,
+                       "run --rung once between cudaProfilerStart/Stop and print nothing else (scripts/ladder_profile.py)");
+  ladder_cmd->add_option("--hold-sms", lo.hold_sms,
+                         "also run each row once while another kernel holds this many SMs (0: skip)");
 
   BenchOptions bo;
   std::vector<std::string> size_texts;

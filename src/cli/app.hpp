@@ -16,8 +16,10 @@ struct LadderOptions {
   std::string type = "float";
   std::string op = "sum";
   unsigned block = 256;
-  std::string rung = "all";  // an id from `--rung list`, "all" or "list"
+  std::string rung = "all";  // an id from `--rung list`, a reference id (engine, cub, read-bound), "all" or "list"
   bool sweep_blocks = false;
+  bool profile_pass = false;  // run --rung once between cudaProfilerStart/Stop (for Nsight Compute)
+  unsigned hold_sms = 0;      // also time each row while another kernel holds this many SMs
   std::string format = "table";
   int repetitions = 20;
   std::uint64_t seed = 0;  // 0: fresh data every run

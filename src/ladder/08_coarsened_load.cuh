@@ -10,9 +10,9 @@
 
 namespace fastreduce::ladder {
 
+// The F elements of this thread in its block's tile, combined (shared with rungs 9 and 10).
 template <unsigned Block, unsigned F, class T, class Op>
-__global__ void __launch_bounds__(Block) coarsened_load_kernel(const T* in, T* out, std::size_t n, Op op) {
-  T* sdata = shared_slots<T>();
+__device__ __forceinline__ T coarsened_tile(const T* in, std::size_t n, Op op) {
   const unsigned tid = threadIdx.x;
   const std::size_t tile_begin = std::size_t(blockIdx.x) * (std::size_t(Block) * F);
   const T* tile = in + tile_begin + tid;
@@ -26,8 +26,13 @@ __global__ void __launch_bounds__(Block) coarsened_load_kernel(const T* in, T* o
       if (tile_begin + tid + std::size_t(k) * Block < n) value = op(value, tile[k * Block]);
     }
   }
-  const T total = complete_unroll_tree<Block>(value, sdata, tid, op);
-  if (tid == 0) out[blockIdx.x] = total;
+  return value;
+}
+
+template <unsigned Block, unsigned F, class T, class Op>
+__global__ void __launch_bounds__(Block) coarsened_load_kernel(const T* in, T* out, std::size_t n, Op op) {
+  const T total = complete_unroll_tree<Block>(coarsened_tile<Block, F>(in, n, op), shared_slots<T>(), threadIdx.x, op);
+  if (threadIdx.x == 0) out[blockIdx.x] = total;
 }
 
 template <unsigned F>

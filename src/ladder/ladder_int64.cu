@@ -1,6 +1,7 @@
 // Explicit instantiations of the ladder for int64 (one translation unit per type keeps the
 // build parallel and each unit small).
 #include "ladder/driver.cuh"
+#include "ladder/read_bound.cuh"
 
 namespace fastreduce::ladder {
 template cudaError_t run<std::int64_t, Sum>(const Rung&, const std::int64_t*, std::int64_t*, std::size_t, unsigned, Workspace&, cudaStream_t, const Limits&);
@@ -9,4 +10,10 @@ template cudaError_t run<std::int64_t, Min>(const Rung&, const std::int64_t*, st
 template cudaError_t run<std::int64_t, Max>(const Rung&, const std::int64_t*, std::int64_t*, std::size_t, unsigned, Workspace&, cudaStream_t, const Limits&);
 template cudaError_t run<std::int64_t, BitAnd>(const Rung&, const std::int64_t*, std::int64_t*, std::size_t, unsigned, Workspace&, cudaStream_t, const Limits&);
 template cudaError_t run<std::int64_t, BitOr>(const Rung&, const std::int64_t*, std::int64_t*, std::size_t, unsigned, Workspace&, cudaStream_t, const Limits&);
+template cudaError_t read_bound<std::int64_t, Sum>(const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
+template cudaError_t read_bound<std::int64_t, Prod>(const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
+template cudaError_t read_bound<std::int64_t, Min>(const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
+template cudaError_t read_bound<std::int64_t, Max>(const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
+template cudaError_t read_bound<std::int64_t, BitAnd>(const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
+template cudaError_t read_bound<std::int64_t, BitOr>(const std::int64_t*, std::int64_t*, std::size_t, cudaStream_t);
 }  // namespace fastreduce::ladder

@@ -33,6 +33,23 @@ constexpr std::array kRungs = {
          "lecture reduce8", 32, false},
     Rung{"8f64", 8, "coarsened_load", "first add of F=64 elements, bounds check hoisted",
          "lecture reduce9", 64, false},
+    // The lecture's "where to go from here", one step each.
+    Rung{"9", 9, "warp_shuffle", "warp stage in registers with __shfl_down_sync (rung 8f16's tile)",
+         "lecture, next steps", 16, false},
+    Rung{"10", 10, "warp_reduce_sync", "warp stage in one __reduce_*_sync (32-bit integers; else rung 9)",
+         "lecture, next steps", 16, false},
+    Rung{"11", 11, "vector_loads", "16-byte loads: 4 floats or 2 doubles per instruction",
+         "lecture, next steps", 16, false, false, 2},
+    Rung{"12", 12, "last_block_finish", "one kernel: fixed grid, the last block to arrive combines",
+         "lecture, next steps", 16, true, true, 2},
+    Rung{"12c", 12, "grid_barrier", "one kernel: cooperative launch, grid.sync(), block 0 combines",
+         "lecture, next steps", 16, true, true, 2},
+    Rung{"13", 13, "async_copy", "cp.async: 16-byte copies into shared memory, 4 in flight per thread",
+         "lecture, next steps", 16, true, true, 2},
+    Rung{"13t", 13, "bulk_copy_ring", "TMA bulk copies into a 6-stage ring, mbarrier completion (sm_90)",
+         "lecture, next steps", 16, true, true, 2},
+    Rung{"14", 14, "tensor_core_sum", "float/double sums by mma against a ones matrix; else rung 12",
+         "lecture, next steps", 16, true, true, 6},
 };
 }  // namespace
 
@@ -74,7 +91,14 @@ std::size_t bytes_moved(std::span<const Level> levels, std::size_t elem_size) {
 std::vector<Level> plan_for(const Rung& rung, std::size_t n, unsigned block, const Limits& limits) {
   const std::size_t cap = rung.grid_stride ? limits.grid_stride_blocks
                                            : std::numeric_limits<std::size_t>::max();
-  return plan_levels(n, std::size_t(block) * rung.items_per_thread, cap);
+  std::vector<Level> levels = plan_levels(n, std::size_t(block) * rung.items_per_thread, cap);
+  if (rung.one_kernel && levels.size() > 1) {
+    // The grid's own last block (or block 0 after the barrier) combines the partials: the second
+    // level runs inside the same launch, with one block.
+    levels.resize(2);
+    levels[1].grid = 1;
+  }
+  return levels;
 }
 
 std::size_t error_depth(const Rung& rung, std::size_t n, unsigned block, const Limits& limits) {
@@ -87,7 +111,7 @@ std::size_t error_depth(const Rung& rung, std::size_t n, unsigned block, const L
                                                 : rung.items_per_thread;
     depth += serial + tree;
   }
-  return depth;
+  return depth + rung.extra_depth;
 }
 
 Limits device_limits(int device, unsigned block) {
@@ -104,6 +128,21 @@ Limits device_limits(int device, unsigned block) {
 
 Workspace::~Workspace() {
   if (data_ != nullptr) cudaFree(data_);
+  if (counter_ != nullptr) cudaFree(counter_);
+}
+
+cudaError_t Workspace::counter(unsigned** counter) {
+  if (counter_ == nullptr) {
+    unsigned* fresh = nullptr;
+    if (cudaError_t e = cudaMalloc(&fresh, sizeof(unsigned)); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaMemset(fresh, 0, sizeof(unsigned)); e != cudaSuccess) {
+      cudaFree(fresh);
+      return e;
+    }
+    counter_ = fresh;
+  }
+  *counter = counter_;
+  return cudaSuccess;
 }
 
 cudaError_t Workspace::reserve(std::size_t bytes) {

@@ -51,6 +51,8 @@ TEST(Cli, RungListNeedsNoGpu) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("interleaved_divergent"), std::string::npos);
   EXPECT_NE(r.out.find("8f64"), std::string::npos);
+  EXPECT_NE(r.out.find("tensor_core_sum"), std::string::npos);
+  EXPECT_NE(r.out.find("read-bound"), std::string::npos);
 }
 
 TEST(Cli, BadArgumentsAreOneClearLineAndExitCode2) {
@@ -66,6 +68,9 @@ TEST(Cli, BadArgumentsAreOneClearLineAndExitCode2) {
       {{"ladder", "--op", "median"}, "--op must be one of"},
       {{"ladder", "--rung", "42"}, "is not a rung"},
       {{"ladder", "--format", "xml"}, "--format must be"},
+      {{"ladder", "--profile-pass"}, "--profile-pass needs one --rung"},
+      {{"ladder", "--profile-pass", "--rung", "12", "--sweep-blocks"}, "drop --sweep-blocks"},
+      {{"ladder", "--rung", "cub", "--op", "max"}, "it needs --op sum"},
       {{"bench", "--types", "float,half"}, "'half' is not one of"},
       {{"bench", "--ops", "prod"}, "'prod' is not one of"},
       {{"bench", "--modes", "slow"}, "'slow' is not one of"},

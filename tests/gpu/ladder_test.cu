@@ -63,6 +63,21 @@ void check_ladder() {
         }
       }
     }
+    // The read-bound reference row: the same answer, whatever order the atomics take.
+    out.poison();
+    const lad::Limits limits = lad::device_limits(device, 256);
+    ASSERT_EQ((lad::read_bound<T, Op>(in.get(), out.get(), n, 0)), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const T got = read_back(out.get());
+    if constexpr (std::is_floating_point_v<T> && (std::is_same_v<Op, fr::Sum> || std::is_same_v<Op, fr::Prod>)) {
+      const long double depth = std::is_same_v<Op, fr::Sum>
+                                    ? lad::error_depth(*lad::find_rung("11"), n, 256, limits) + n / 4096 + 1
+                                    : std::max<std::size_t>(n, 1) - 1;
+      ASSERT_LE(std::fabs(static_cast<long double>(got) - expected), depth * std::numeric_limits<T>::epsilon() * scale + std::numeric_limits<T>::min())
+          << "read-bound n " << n;
+    } else {
+      ASSERT_EQ(got, static_cast<T>(expected)) << "read-bound n " << n;
+    }
   }
 }
 
@@ -155,6 +170,13 @@ TEST(LadderDriver, BadArgumentsWriteNothing) {
   std::vector<float> host(100, 1.0f);
   EXPECT_EQ((lad::run<float, fr::Sum>(rung, host.data(), out.get(), 100, 256, workspace, 0, limits)),
             cudaErrorInvalidDevicePointer);
+  const lad::Rung& one_kernel = *lad::find_rung("12");
+  EXPECT_EQ((lad::run<float, fr::Sum>(one_kernel, nullptr, out.get(), 100, 256, workspace, 0, limits)), cudaErrorInvalidValue);
+  EXPECT_EQ((lad::run<float, fr::Sum>(one_kernel, host.data(), out.get(), 100, 256, workspace, 0, limits)),
+            cudaErrorInvalidDevicePointer);
+  EXPECT_EQ((lad::read_bound<float, fr::Sum>(nullptr, out.get(), 100, 0)), cudaErrorInvalidValue);
+  EXPECT_EQ((lad::read_bound<float, fr::Sum>(in.get(), nullptr, 100, 0)), cudaErrorInvalidValue);
+  EXPECT_EQ((lad::read_bound<float, fr::Sum>(host.data(), out.get(), 100, 0)), cudaErrorInvalidDevicePointer);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_TRUE(same_bits(read_back(out.get()), poisoned));
 }
@@ -175,11 +197,106 @@ TEST(LadderDriver, MoreThanTwoToThe32Elements) {
   CUDA_OK(cudaDeviceSynchronize());
   const std::int32_t expected = read_back(out.get() + 1);
   lad::Workspace workspace;
-  for (const char* id : {"7", "8f16"}) {
+  for (const char* id : {"7", "8f16", "9", "11", "12", "12c", "13", "13t", "14"}) {
     out.poison();
     const lad::Limits limits = lad::device_limits(0, 256);
     ASSERT_EQ((lad::run<std::int32_t, fr::Sum>(*lad::find_rung(id), in.get(), out.get(), n, 256, workspace, 0, limits)), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(read_back(out.get()), expected) << "rung " << id;
   }
+  out.poison();
+  ASSERT_EQ((lad::read_bound<std::int32_t, fr::Sum>(in.get(), out.get(), n, 0)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(read_back(out.get()), expected) << "read-bound";
 }
+
+// The vector rungs (11-14) cut the input at the first 16-byte boundary: every offset of the
+// pointer, every size class, every block size.
+template <class T, class Op>
+void check_misaligned() {
+  FASTREDUCE_REQUIRE_GPU();
+  int device = 0;
+  cudaGetDevice(&device);
+  const std::vector<std::size_t> sizes = {1, 3, 7, 33, 4099, quick() ? 65541 : (std::size_t(1) << 20) + 5};
+  const std::size_t largest = sizes.back() + 4;
+  DeviceBuffer<T> in(largest), out(1);
+  CUDA_OK(fr::bench::fill_random(in.get(), largest, test_seed(), fr::bench::distribution_for(Op::name)));
+  const std::vector<T> all = fr::bench::to_host(in.get(), largest);
+  lad::Workspace workspace;
+  for (std::size_t offset = 1; offset < 16 / sizeof(T); ++offset) {
+    for (std::size_t n : sizes) {
+      long double expected = 0, scale = 0;
+      if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, fr::Sum>) {
+        expected = fr::reference::compensated_sum(all.data() + offset, n);
+        scale = fr::reference::absolute_sum(all.data() + offset, n);
+      } else {
+        expected = static_cast<long double>(fr::reference::reduce(all.data() + offset, n, Op{}));
+      }
+      for (const char* id : {"11", "12", "12c", "13", "13t", "14"}) {
+        for (unsigned block : {32u, 256u, 1024u}) {
+          const lad::Rung& rung = *lad::find_rung(id);
+          const lad::Limits limits = lad::device_limits(device, block);
+          out.poison();
+          ASSERT_EQ((lad::run<T, Op>(rung, in.get() + offset, out.get(), n, block, workspace, 0, limits)), cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const T got = read_back(out.get());
+          if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, fr::Sum>) {
+            const long double bound = lad::error_depth(rung, n, block, limits) * std::numeric_limits<T>::epsilon() * scale;
+            ASSERT_LE(std::fabs(static_cast<long double>(got) - expected), bound)
+                << "rung " << id << " block " << block << " n " << n << " offset " << offset;
+          } else {
+            ASSERT_EQ(got, static_cast<T>(expected)) << "rung " << id << " block " << block << " n " << n << " offset " << offset;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LadderVectors, MisalignedFloatSum) { check_misaligned<float, fr::Sum>(); }
+TEST(LadderVectors, MisalignedDoubleSum) { check_misaligned<double, fr::Sum>(); }
+TEST(LadderVectors, MisalignedInt32Max) { check_misaligned<std::int32_t, fr::Max>(); }
+TEST(LadderVectors, MisalignedInt64Sum) { check_misaligned<std::int64_t, fr::Sum>(); }
+
+// Infinity and NaN anywhere (head, body, tail) reach the result of every rung: the tensor-core
+// rung splits a float into two tf32 terms, and must not turn an infinity into inf - inf.
+template <class T>
+void check_non_finite() {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 100003;
+  const T inf = std::numeric_limits<T>::infinity();
+  struct Case {
+    std::size_t at;
+    T value;
+    T second;  // placed at n - 1 (0: nothing)
+    bool nan;
+  };
+  const Case cases[] = {{1, inf, 0, false}, {n / 2, -inf, 0, false}, {n - 2, std::numeric_limits<T>::max(), 0, false},
+                        {7, inf, -inf, true}, {n / 3, std::numeric_limits<T>::quiet_NaN(), 0, true}};
+  DeviceBuffer<T> in(n), out(1);
+  lad::Workspace workspace;
+  for (const Case& c : cases) {
+    std::vector<T> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = T((i % 7) + 1);  // positive: the sum stays finite
+    host[c.at] = c.value;
+    if (c.second != 0) host[n - 1] = c.second;
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+    for (const lad::Rung& rung : lad::rungs()) {
+      out.poison();
+      ASSERT_EQ((lad::run<T, fr::Sum>(rung, in.get(), out.get(), n, 256, workspace, 0, lad::device_limits(0, 256))), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const T got = read_back(out.get());
+      if (c.nan) {
+        EXPECT_TRUE(std::isnan(got)) << "rung " << rung.id << " at " << c.at << " got " << got;
+      } else if (std::isinf(c.value)) {
+        EXPECT_EQ(got, c.value) << "rung " << rung.id << " at " << c.at;
+      } else {
+        // max() plus small integers: finite, within one rounding of max() (no overflow on the way).
+        EXPECT_TRUE(std::isfinite(got)) << "rung " << rung.id << " got " << got;
+      }
+    }
+  }
+}
+
+TEST(LadderVectors, NonFiniteFloatSums) { check_non_finite<float>(); }
+TEST(LadderVectors, NonFiniteDoubleSums) { check_non_finite<double>(); }

@@ -1,0 +1,100 @@
+// 12 vs 11: one kernel instead of one per level. Rungs 1-11 end each block with a partial, and
+// the host launches the kernel again over the partials (2 or 3 launches at 2^24 floats); each
+// launch drains the GPU, waits for the next to be scheduled and, at small n, costs more than
+// the work. Here a fixed grid (enough blocks to fill every SM, as rung 7) walks the vectors of
+// rung 11 with a grid-stride loop, four 16-byte loads in flight per thread, and the grid
+// finishes by itself: each block stores its partial, makes it visible to the whole GPU
+// (__threadfence), and counts itself on an atomic counter; the block that arrives last reads
+// every partial and writes the result, then sets the counter back to zero for the next launch.
+// No block ever waits for another, so the kernel runs on whatever SMs are free (compare 12c).
+#pragma once
+
+#include "fastreduce/ops.cuh"
+#include "ladder/11_vector_loads.cuh"
+
+namespace fastreduce::ladder {
+
+// Resident blocks of Block threads per SM that the one-kernel rungs ask the compiler to allow
+// (registers for a full SM of 2048 threads, at most 32 blocks): the grid the driver plans
+// (Limits::grid_stride_blocks) is then resident at once.
+template <unsigned Block>
+inline constexpr unsigned kFullSmBlocks = 2048 / Block < 32 ? 2048 / Block : 32;
+
+// This thread's share of the aligned vectors, walked with a grid-stride loop, K loads issued
+// before the first add.
+template <unsigned Block, class T, class Op>
+__device__ __forceinline__ T grid_stride_vectors(const VectorBody<T>& body, Op op) {
+  constexpr unsigned K = 4;
+  const std::size_t threads = std::size_t(gridDim.x) * Block;
+  std::size_t i = std::size_t(blockIdx.x) * Block + threadIdx.x;
+  T value = Op::template identity<T>();
+  for (; i + (K - 1) * threads < body.count; i += K * threads) {
+    Vec<T> v[K];
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) v[k] = primitives::load_vec(body.vectors + i + k * threads);
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) value = op(value, vector_value(v[k], op));
+  }
+  for (; i < body.count; i += threads) value = op(value, vector_value(primitives::load_vec(body.vectors + i), op));
+  return value;
+}
+
+// Every block passes its total (valid in thread 0). The last block to arrive combines the
+// gridDim.x partials in index order and writes *out.
+template <unsigned Block, class T, class Op>
+__device__ __forceinline__ void finish_in_last_block(T block_total, T* partials, unsigned* arrived, T* out, Op op) {
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = block_total;
+    __threadfence();  // the partial is visible to every block before this block is counted
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();  // `last` is known to the whole block
+  if (!last) return;
+  __threadfence();  // the other blocks' partials, counted before this block, are read after the count
+  T value = Op::template identity<T>();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += Block) value = op(value, __ldcg(partials + b));
+  value = block_reduce_by_warps<Block, ReduceSync>(value, op);
+  if (threadIdx.x == 0) {
+    *out = value;
+    *arrived = 0;  // ready for the next launch (stream order keeps launches apart)
+  }
+}
+
+// The block's elements: its head/tail scalars (block 0) and its grid-stride share of vectors.
+template <unsigned Block, class T, class Op>
+__device__ __forceinline__ T block_total_of_vectors(const T* in, std::size_t n, Op op) {
+  const VectorBody<T> body = split_vectors(in, n);
+  const T value = op(edge_scalars(in, body, op), grid_stride_vectors<Block>(body, op));
+  return block_reduce_by_warps<Block, ReduceSync>(value, op);
+}
+
+template <unsigned Block, class T, class Op>
+__global__ void __launch_bounds__(Block, kFullSmBlocks<Block>)
+    last_block_finish_kernel(const T* in, T* out, std::size_t n, T* partials, unsigned* arrived, Op op) {
+  finish_in_last_block<Block>(block_total_of_vectors<Block>(in, n, op), partials, arrived, out, op);
+}
+
+// A one-kernel rung: KernelOf<Block, T, Op>::kernel(in, out, n, partials, arrived, op) on the
+// planned grid, no dynamic shared memory (rungs 12, 13, 13t and 14 differ only in the kernel).
+template <template <unsigned, class, class> class KernelOf>
+struct OneKernelLaunch {
+  static constexpr unsigned items_per_thread = 16;
+  static constexpr bool one_kernel = true;
+  template <class T, class Op>
+  static cudaError_t launch(const T* in, T* out, std::size_t n, unsigned grid, unsigned block, T* partials,
+                            unsigned* arrived, cudaStream_t stream) {
+    with_block_size(block, [&]<unsigned B>() {
+      KernelOf<B, T, Op>::kernel<<<grid, B, 0, stream>>>(in, out, n, partials, arrived, Op{});
+    });
+    return cudaGetLastError();
+  }
+};
+
+template <unsigned Block, class T, class Op>
+struct LastBlockFinishKernel {
+  static constexpr auto kernel = last_block_finish_kernel<Block, T, Op>;
+};
+using LastBlockFinish = OneKernelLaunch<LastBlockFinishKernel>;
+
+}  // namespace fastreduce::ladder
