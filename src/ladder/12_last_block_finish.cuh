@@ -14,11 +14,23 @@
 
 namespace fastreduce::ladder {
 
+// Threads and blocks one SM holds on the architecture being compiled (sm_80, sm_90, sm_100:
+// 2048 and 32; sm_75: 1024 and 16; the others: 1536 and at least 16), as
+// cudaDevAttrMaxThreadsPerMultiProcessor reports the threads at run time.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || \
+    __CUDA_ARCH__ == 1030
+inline constexpr unsigned kSmThreads = 2048, kSmBlocks = 32;
+#elif __CUDA_ARCH__ == 750
+inline constexpr unsigned kSmThreads = 1024, kSmBlocks = 16;
+#else
+inline constexpr unsigned kSmThreads = 1536, kSmBlocks = 16;
+#endif
+
 // Resident blocks of Block threads per SM that the one-kernel rungs ask the compiler to allow
-// (registers for a full SM of 2048 threads, at most 32 blocks): the grid the driver plans
-// (Limits::grid_stride_blocks) is then resident at once.
+// (registers for a full SM of threads): the grid the driver plans (Limits::grid_stride_blocks)
+// is then resident at once.
 template <unsigned Block>
-inline constexpr unsigned kFullSmBlocks = 2048 / Block < 32 ? 2048 / Block : 32;
+inline constexpr unsigned kFullSmBlocks = kSmThreads / Block < kSmBlocks ? kSmThreads / Block : kSmBlocks;
 
 // This thread's share of the aligned vectors, walked with a grid-stride loop, K loads issued
 // before the first add.
