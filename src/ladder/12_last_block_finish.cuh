@@ -51,40 +51,47 @@ __device__ __forceinline__ T grid_stride_vectors(const VectorBody<T>& body, Op o
   return value;
 }
 
-// Every block passes its total (valid in thread 0). The last block to arrive combines the
-// gridDim.x partials in index order and writes *out.
+// One block combines the gridDim.x partials in index order (served from L2: other blocks wrote
+// them); thread 0 gets the result. The finish of rungs 12-14 and 12c.
 template <unsigned Block, class T, class Op>
-__device__ __forceinline__ void finish_in_last_block(T block_total, T* partials, unsigned* arrived, T* out, Op op) {
+__device__ __forceinline__ T combine_partials(const T* partials, Op op) {
+  T value = Op::template identity<T>();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += Block) value = op(value, __ldcg(partials + b));
+  return block_reduce_by_warps<Block, ReduceSync>(value, op);
+}
+
+// Every thread passes its share; the block combines them, and the last block to arrive
+// combines the blocks' partials and writes *out.
+template <unsigned Block, class T, class Op>
+__device__ __forceinline__ void finish_in_last_block(T value, T* partials, unsigned* arrived, T* out, Op op) {
+  const T block_total = block_reduce_by_warps<Block, ReduceSync>(value, op);
   __shared__ bool last;
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = block_total;
     __threadfence();  // the partial is visible to every block before this block is counted
     last = atomicAdd(arrived, 1u) == gridDim.x - 1;
   }
-  __syncthreads();  // `last` is known to the whole block
+  __syncthreads();  // `last` is known to the whole block (and warp 0 is done with the warp totals)
   if (!last) return;
   __threadfence();  // the other blocks' partials, counted before this block, are read after the count
-  T value = Op::template identity<T>();
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += Block) value = op(value, __ldcg(partials + b));
-  value = block_reduce_by_warps<Block, ReduceSync>(value, op);
+  const T total = combine_partials<Block>(partials, op);
   if (threadIdx.x == 0) {
-    *out = value;
+    *out = total;
     *arrived = 0;  // ready for the next launch (stream order keeps launches apart)
   }
 }
 
-// The block's elements: its head/tail scalars (block 0) and its grid-stride share of vectors.
+// This thread's elements: its head/tail scalars (block 0) and its grid-stride share of vectors.
 template <unsigned Block, class T, class Op>
-__device__ __forceinline__ T block_total_of_vectors(const T* in, std::size_t n, Op op) {
+__device__ __forceinline__ T thread_share_of_vectors(const T* in, std::size_t n, Op op) {
   const VectorBody<T> body = split_vectors(in, n);
-  const T value = op(edge_scalars(in, body, op), grid_stride_vectors<Block>(body, op));
-  return block_reduce_by_warps<Block, ReduceSync>(value, op);
+  return op(edge_scalars(in, body, op), grid_stride_vectors<Block>(body, op));
 }
 
 template <unsigned Block, class T, class Op>
 __global__ void __launch_bounds__(Block, kFullSmBlocks<Block>)
     last_block_finish_kernel(const T* in, T* out, std::size_t n, T* partials, unsigned* arrived, Op op) {
-  finish_in_last_block<Block>(block_total_of_vectors<Block>(in, n, op), partials, arrived, out, op);
+  finish_in_last_block<Block>(thread_share_of_vectors<Block>(in, n, op), partials, arrived, out, op);
 }
 
 // A one-kernel rung: KernelOf<Block, T, Op>::kernel(in, out, n, partials, arrived, op) on the

@@ -22,14 +22,12 @@ namespace fastreduce::ladder {
 template <unsigned Block, class T, class Op>
 __global__ void __launch_bounds__(Block, kFullSmBlocks<Block>)
     grid_barrier_kernel(const T* in, T* out, std::size_t n, T* partials, Op op) {
-  const T total = block_total_of_vectors<Block>(in, n, op);
+  const T total = block_reduce_by_warps<Block, ReduceSync>(thread_share_of_vectors<Block>(in, n, op), op);
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
   cooperative_groups::this_grid().sync();  // every block's partial is stored and visible
   if (blockIdx.x != 0) return;
-  T value = Op::template identity<T>();
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += Block) value = op(value, __ldcg(partials + b));
-  value = block_reduce_by_warps<Block, ReduceSync>(value, op);
-  if (threadIdx.x == 0) *out = value;
+  const T result = combine_partials<Block>(partials, op);
+  if (threadIdx.x == 0) *out = result;
 }
 
 struct GridBarrier {

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(Block, kFullSmBlocks<Block>)
     s = s + 1 == S ? 0 : s + 1;
   }
   __pipeline_wait_prior(0);  // nothing left in flight (every copy was consumed; this is hygiene)
-  finish_in_last_block<Block>(block_reduce_by_warps<Block, ReduceSync>(value, op), partials, arrived, out, op);
+  finish_in_last_block<Block>(value, partials, arrived, out, op);
 }
 
 template <unsigned Block, class T, class Op>

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(Block, kFullSmBlocks<Block>)
 #else
   value = op(value, grid_stride_vectors<Block>(body, op));
 #endif
-  finish_in_last_block<Block>(block_reduce_by_warps<Block, ReduceSync>(value, op), partials, arrived, out, op);
+  finish_in_last_block<Block>(value, partials, arrived, out, op);
 }
 
 template <unsigned Block, class T, class Op>
