@@ -3,18 +3,21 @@
 # (memcheck, racecheck, synccheck) over the GPU tests in quick mode, the GPU tier again from
 # builds for other architecture lists, the ladder at 2^24 and 2^28 floats (with int32, block sweeps
 # and half the SMs held), Nsight Compute counters for every rung, the bench against CUB
-# and Thrust, the axis bench against CUB and torch, and the accuracy report.
+# and Thrust, the axis bench against CUB and torch, the multi-GPU bench (NCCL, every GPU of the
+# machine) and the accuracy report.
 # Logs go under $OUT (or ./gpu-check-logs). Pick stages by name; default: all of them.
-#   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench axis accuracy
+#   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench axis gpus accuracy
 #   scripts/gpu-check.sh build test
 #   ARCHS="80 80;90" scripts/gpu-check.sh arch
+#   CMAKE_ARGS=-DFASTREDUCE_NCCL_ROOT=/path/to/nccl scripts/gpu-check.sh build test gpus
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}  # NCCL without NVLink multicast (the tests and the multi-GPU bench)
 OUT=${OUT:-gpu-check-logs}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder profile bench axis accuracy)
+[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder profile bench axis gpus accuracy)
 want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 status=0
 step() { echo; echo "== $1 ($(date +%T))"; }
@@ -45,7 +48,7 @@ gpu_tier() {
 
 if want build; then
   step build
-  build "$BUILD_DIR" || exit 1
+  build "$BUILD_DIR" ${CMAKE_ARGS:-} || exit 1
 fi
 BIN=$BUILD_DIR
 if want test; then
@@ -61,10 +64,19 @@ if want sanitize; then
   for tool in memcheck racecheck synccheck; do
     step "compute-sanitizer $tool"
     FASTREDUCE_TEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-900}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$BIN/fastreduce_gpu_tests" --gtest_filter="${SANITIZE_FILTER:--SharedGpu.*:FirstCall.*}" > "$OUT/sanitize_$tool.log" 2>&1; rc=$?
+      "$BIN/fastreduce_gpu_tests" --gtest_filter="${SANITIZE_FILTER:--SharedGpu.*:FirstCall.*:MultiRank.Nccl*}" > "$OUT/sanitize_$tool.log" 2>&1; rc=$?
     summary+=("sanitizer $tool: $(grep -E '^\[  PASSED|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tail -2 | tr '\n' ' ') rc=$rc")
     [ $rc -ne 0 ] && status=1
   done
+  # NCCL's communicator set-up probes the driver and reports API errors of its own (no kernel
+  # image for its other architectures, peer access already enabled): memcheck without them.
+  if "$BIN/fastreduce_gpu_tests" --gtest_list_tests | grep -q Nccl; then
+    step "compute-sanitizer memcheck (NCCL tests)"
+    FASTREDUCE_TEST_QUICK=1 timeout 600 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      "$BIN/fastreduce_gpu_tests" --gtest_filter='MultiRank.Nccl*' > "$OUT/sanitize_memcheck_nccl.log" 2>&1; rc=$?
+    summary+=("sanitizer memcheck (NCCL tests): $(grep -E '^\[  PASSED|ERROR SUMMARY' "$OUT/sanitize_memcheck_nccl.log" | tail -2 | tr '\n' ' ') rc=$rc")
+    [ $rc -ne 0 ] && status=1
+  fi
 fi
 if want arch; then
   # Builds for other architectures (each GPU runs the paths its compiled code has).
@@ -118,6 +130,16 @@ if want axis; then
     python3 scripts/bench_axis_torch.py --out "$OUT/bench_axis_torch.json" > "$OUT/bench_axis_torch.log" 2>&1 || status=1
   fi
   summary+=("axis bench: $(grep -c '"path"' "$OUT/bench_axis.json") shapes timed")
+fi
+if want gpus; then
+  # The multi-GPU sum through NCCL, one rank per GPU, on 1 and every GPU count up to the machine's.
+  step "multi-GPU bench"
+  count=$(nvidia-smi -L 2>/dev/null | wc -l)
+  list=1; for ((g = 2; g <= count; g *= 2)); do list="$list,$g"; done
+  nvidia-smi topo -m > "$OUT/gpus_topology.txt" 2>&1
+  "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible --format json > "$OUT/bench_gpus.json" 2>"$OUT/bench_gpus.err" || status=1
+  "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible --repetitions 9 > "$OUT/bench_gpus.txt" 2>>"$OUT/bench_gpus.err" || status=1
+  summary+=("multi-GPU bench on $count GPU(s): --gpus $list, $(grep -c '"collective_us"' "$OUT/bench_gpus.json") rows")
 fi
 if want accuracy; then
   step accuracy

@@ -14,6 +14,7 @@ H100); the newest file of each kind for that GPU is used:
   axis-*, axis-summary-*:      axis_<GPU>_<date>.json (`fastreduce bench-axis --format json`) with
                                axis_torch_<GPU>_<date>.json (scripts/bench_axis_torch.py), same run
   axis-modes-*:                axis_modes_<GPU>_<date>.json (`bench-axis --modes fast,reproducible`)
+  gpus-H200x2:                 gpus_H200x2_<date>.json (`fastreduce bench --gpus 1,2 --format json`)
 Usage: results_tables.py [--check]   (--check: exit 1 if README.md is out of date)
 """
 import glob
@@ -279,6 +280,23 @@ def axis_modes(path):
     return "\n".join(out)
 
 
+def gpus_table(path):
+    """The multi-GPU sum (`fastreduce bench --gpus ... --format json`): the collective against the
+    single-GPU pass, per GPU count, size per GPU and mode."""
+    data = json.load(open(path))
+    single = {(r["n_per_gpu"], r["mode"]): r["local_us"] for r in data["rows"] if r["gpus"] == 1}
+    fast = {(r["gpus"], r["n_per_gpu"]): r["collective_us"] for r in data["rows"] if r["mode"] == "fast"}
+    lines = ["| GPUs | floats per GPU | mode | 1-GPU pass µs | collective µs | above the pass µs | weak scaling | fast / reproducible | bits |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---|"]
+    for r in data["rows"]:
+        n, mode, g = r["n_per_gpu"], r["mode"], r["gpus"]
+        ratio = f'{fast[(g, n)] / r["collective_us"]:.2f}' if mode == "reproducible" and (g, n) in fast else ""
+        bits = ("same on every rank" + (", = 1-GPU reduce of the whole array" if mode == "reproducible" else "")) if r["agree"] else "DIFFER"
+        lines.append(f'| {g} | 2^{n.bit_length() - 1} | {mode} | {r["local_us"]:.1f} | {r["collective_us"]:.1f} | '
+                     f'{r["collective_us"] - r["local_us"]:.1f} | {100 * r["local_us"] / r["collective_us"]:.1f}% | {ratio} | {bits} |')
+    return "\n".join(lines)
+
+
 def main():
     tables = {}
     specs = []
@@ -296,6 +314,7 @@ def main():
                   (f"axis-{gpu}", f"axis_{gpu}_*.json", axis_table),
                   (f"axis-summary-{gpu}", f"axis_{gpu}_*.json", axis_summary),
                   (f"axis-modes-{gpu}", f"axis_modes_{gpu}_*.json", axis_modes)]
+    specs.append(("gpus-H200x2", "gpus_H200x2_*.json", gpus_table))
     for name, pattern, render in specs:
         path = newest(pattern)
         if path:

@@ -209,6 +209,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   bench_cmd->add_option("--repetitions", bo.repetitions, "timed batches per measurement (median reported)")
       ->capture_default_str();
   bench_cmd->add_flag("--skip-thrust", bo.skip_thrust, "leave thrust::reduce out");
+  bench_cmd->add_option("--gpus", bo.gpus,
+                        "GPU counts, e.g. 1,2: the multi-GPU float sum through NCCL, one rank per GPU (sizes per GPU, "
+                        "default 2^20..2^30 every 4x)")
+      ->delimiter(',');
 
   BenchAxisOptions xo;
   std::vector<std::string> total_texts, length_texts;
@@ -257,6 +261,16 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       const auto value = parse_size(text);
       if (!value) return fail("--sizes: not a size: '" + text + "'");
       bo.sizes.push_back(*value);
+    }
+    if (!bo.gpus.empty()) {
+      if (bo.sizes.empty()) {
+        for (int k = 20; k <= 30; k += 2) bo.sizes.push_back(std::size_t(1) << k);
+      }
+      for (int g : bo.gpus) {
+        if (g < 1) return fail("--gpus: GPU counts are 1 or more");
+      }
+      if (auto problem = validate(bo)) return fail(*problem);
+      return run_bench_gpus(bo, out, err);
     }
     if (bo.sizes.empty()) bo.sizes = default_bench_sizes();
     if (auto problem = validate(bo)) return fail(*problem);

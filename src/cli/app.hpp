@@ -34,6 +34,7 @@ struct BenchOptions {
   std::string plot;  // PNG path: also writes <plot>.csv and runs scripts/plot_bench.py
   int repetitions = 15;
   bool skip_thrust = false;
+  std::vector<int> gpus;  // non-empty: the multi-GPU float sum on these GPU counts (bench_gpus_cmd.cpp)
 };
 
 struct BenchAxisOptions {
@@ -76,6 +77,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 int run_info(std::ostream& out, std::ostream& err);
 int run_ladder(const LadderOptions& options, std::ostream& out, std::ostream& err);
 int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& err);
+// `bench --gpus`: only in builds with NCCL (FASTREDUCE_HAVE_NCCL); elsewhere it says so.
+int run_bench_gpus(const BenchOptions& options, std::ostream& out, std::ostream& err);
 int run_bench_axis(const BenchAxisOptions& options, std::ostream& out, std::ostream& err);
 int run_accuracy(const AccuracyOptions& options, std::ostream& out, std::ostream& err);
 

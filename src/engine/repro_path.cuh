@@ -196,36 +196,62 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
 template <class A>
 using ReproShared = primitives::ExactShared<A, kReproThreads / 32>;
 
-// Each block sums its tiles into its warps' exact accumulators and stores the block's row of
-// limbs. A grid of one block then rounds its own row; a larger grid leaves the rows to
-// repro_finish_kernel, which runs after it.
+// A run of whole tiles (and at most one partial tile, the last) that one grid sums: tile t is
+// in[t * kReproTile, ...), elements at or past n read as +0.0. `aligned`: in is 16-byte aligned.
 template <class T>
-__global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+struct ReproSpan {
+  const T* in;
+  std::size_t n;
+  std::size_t tiles;
+  bool aligned;
+};
+
+// The block's share of every span's tiles (tiles round the grid's warps, blocks first, so that a
+// small input still spreads over many SMs), summed into its warps' exact accumulators; stores
+// the block's row of limbs at rows + blockIdx.x * kExactRowWords. Ends with the block's threads
+// done with `shared`.
+template <class T, std::size_t Spans>
+__device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Spans], unsigned long long* rows,
+                                                ReproShared<acc_t<T, Sum>>& shared) {
   using A = acc_t<T, Sum>;
   constexpr unsigned warps = kReproThreads / 32;
-  __shared__ ReproShared<A> shared;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   primitives::ExactSum<A> exact;
-  // Tiles go round the blocks first, so a small input still spreads over many SMs.
   const std::size_t first = blockIdx.x + std::size_t(warp) * gridDim.x;
   const std::size_t step = std::size_t(gridDim.x) * warps;
   if constexpr (std::is_same_v<A, float>) {
     __shared__ primitives::LaneLimbs lane_limbs[warps];
     primitives::LaneExact lane_exact(lane_limbs[warp], lane);
-    sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](FloatLane (&lanes)[2]) {
-      const LanePartial partial = lane_partial(lanes);
-      lane_exact.add(partial.sum, partial.error);
-    });
+#pragma unroll
+    for (std::size_t s = 0; s < Spans; ++s) {
+      sum_tiles(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane, [&](FloatLane (&lanes)[2]) {
+        const LanePartial partial = lane_partial(lanes);
+        lane_exact.add(partial.sum, partial.error);
+      });
+    }
     lane_exact.into(exact);
     exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
   } else {
-    sum_tiles(args.in, args.n, args.tiles, first, step, args.aligned, lane, [&](DoubleLane (&lanes)[2]) {
-      exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
-    });
+#pragma unroll
+    for (std::size_t s = 0; s < Spans; ++s) {
+      sum_tiles(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane, [&](DoubleLane (&lanes)[2]) {
+        exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
+      });
+    }
   }
-  unsigned long long* row = args.rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;
+  unsigned long long* row = rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;
   primitives::store_exact_row(exact, shared, row);
+}
+
+// Each block sums its tiles into its warps' exact accumulators and stores the block's row of
+// limbs. A grid of one block then rounds its own row; a larger grid leaves the rows to
+// repro_finish_kernel, which runs after it.
+template <class T>
+__global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+  __shared__ ReproShared<acc_t<T, Sum>> shared;
+  const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
+  repro_block_row(spans, args.rows, shared);
   if (gridDim.x == 1) primitives::finish_exact_rows(args.rows, 1, shared, args.out);
 }
 

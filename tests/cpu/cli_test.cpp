@@ -75,6 +75,8 @@ TEST(Cli, BadArgumentsAreOneClearLineAndExitCode2) {
       {{"bench", "--ops", "prod"}, "'prod' is not one of"},
       {{"bench", "--modes", "slow"}, "'slow' is not one of"},
       {{"bench", "--sizes", "12,abc"}, "not a size: 'abc'"},
+      {{"bench", "--gpus", "1,0"}, "--gpus: GPU counts are 1 or more"},
+      {{"bench", "--gpus", "2", "--modes", "slow"}, "'slow' is not one of"},
       {{"accuracy", "--type", "int32"}, "--type must be float or double"},
   };
   for (const auto& c : cases) {

@@ -1,0 +1,503 @@
+// The multi-rank reductions (fastreduce/nccl.cuh): a local engine pass, then the ranks' partials
+// meet through the Transport. Instantiated per input type in multi_*.cu.
+//
+// Fast mode (and every op but the reproducible floating-point Sum): the engine reduces the local
+// shard (or slice) into a send buffer; an all-gather brings every rank's partials to every rank;
+// one kernel combines them in rank order.
+//
+// Reproducible floating-point Sum: the single-GPU result is fixed by the tiles of kReproTile
+// elements counted from the start of the whole array (engine/repro_path.cuh); a rank sums the
+// tiles that *start* in its shard. A tile that a shard boundary cuts needs the elements after
+// the boundary, which lie in the first kReproTile - 1 elements of the next shards (several, if
+// they are short or empty). So:
+//   1. every rank packs its element count and its first min(n_local, kReproTile) elements into a
+//      slot; one all-gather gives every rank every slot;
+//   2. a one-block kernel computes the rank's offset in the whole array from the counts, the
+//      whole tiles in its shard (a region of its own memory) and assembles the cut tile, if any,
+//      from its own tail and the next ranks' slots;
+//   3. the engine's reproducible tile kernel sums the region and the cut tile into per-block rows
+//      of exact limbs, which one block adds into the rank's row;
+//   4. an all-reduce (integer sum) of the rows gives every rank the exact total, which one warp
+//      rounds as the single-GPU finish does. Integer addition is exact and associative, so the
+//      bits are those of the single-GPU sum for any ranks and shard sizes.
+// The special-value flags (+inf, -inf, NaN seen) travel in the row's last word as three counts
+// of 21 bits, so that the integer sum keeps them apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "engine/launch.cuh"
+#include "engine/plan.hpp"
+#include "engine/repro_path.cuh"
+#include "engine/temp_cache.hpp"
+#include "fastreduce/nccl.cuh"
+#include "primitives/exact_sum.cuh"
+
+namespace fastreduce::multi {
+
+using engine::kReproThreads;
+using engine::kReproTile;
+using nccl::Transport;
+
+inline constexpr std::size_t kAlign = 256;  // every region of the temporary storage starts on 256 bytes
+inline constexpr std::size_t align_up(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// Carves consecutive regions out of the temporary storage (or only counts them, with base null).
+struct Carver {
+  char* base;
+  std::size_t used = 0;
+  template <class U>
+  U* take(std::size_t count) {
+    U* p = base != nullptr ? reinterpret_cast<U*>(base + used) : nullptr;
+    used += align_up(count * sizeof(U));
+    return p;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Fast mode.
+
+// out[q] = gathered[0][q] op gathered[1][q] op ... op gathered[ranks - 1][q], in rank order.
+template <class A, class Op>
+__global__ void rank_combine_kernel(const A* gathered, unsigned ranks, std::size_t outputs, A* out, Op op) {
+  for (std::size_t q = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; q < outputs;
+       q += std::size_t(gridDim.x) * blockDim.x) {
+    A acc = gathered[q];
+    for (unsigned r = 1; r < ranks; ++r) acc = op(acc, gathered[r * outputs + q]);
+    out[q] = acc;
+  }
+}
+
+// The NCCL reduction that gives an op's result exactly as the rank-order combine would (up to
+// the order of a floating-point sum): sums of the types NCCL adds, and integer Min and Max
+// (NCCL's floating-point Min and Max do not propagate NaN as ours do).
+template <class A, class Op>
+constexpr bool native_combine(Transport::Element& element, Transport::Combine& combine) {
+  using E = Transport::Element;
+  if constexpr (std::is_same_v<A, float>) element = E::Float;
+  else if constexpr (std::is_same_v<A, double>) element = E::Double;
+  else if constexpr (std::is_same_v<A, std::int32_t>) element = E::Int32;
+  else if constexpr (std::is_same_v<A, std::uint32_t>) element = E::Uint32;
+  else if constexpr (std::is_same_v<A, std::int64_t>) element = E::Int64;
+  else if constexpr (std::is_same_v<A, std::uint64_t>) element = E::Uint64;
+  else return false;
+  if constexpr (std::is_same_v<Op, Sum>) {
+    combine = Transport::Combine::Sum;
+    return true;
+  } else if constexpr (std::is_integral_v<A> && std::is_same_v<Op, Min>) {
+    combine = Transport::Combine::Min;
+    return true;
+  } else if constexpr (std::is_integral_v<A> && std::is_same_v<Op, Max>) {
+    combine = Transport::Combine::Max;
+    return true;
+  }
+  return false;
+}
+
+// The ranks' partials send[0, outputs) into out on every rank: the transport's own reduction
+// where it has one for this op, else an all-gather into `gathered` and the rank-order combine.
+template <class A, class Op>
+cudaError_t combine_ranks(Transport& transport, const A* send, A* gathered, std::size_t outputs, A* out, Op op,
+                          cudaStream_t stream, const char** what) {
+  Transport::Element element{};
+  Transport::Combine combine{};
+  if (native_combine<A, Op>(element, combine)) {
+    const cudaError_t e = transport.all_reduce(send, out, outputs, element, combine, stream);
+    if (e != cudaErrorNotSupported) {
+      *what = "all-reduce of the partials";
+      return e;
+    }
+  }
+  if (cudaError_t e = transport.all_gather(send, gathered, outputs * sizeof(A), stream); e != cudaSuccess) {
+    *what = "all-gather of the partials";
+    return e;
+  }
+  *what = "launching the combine";
+  const unsigned ranks = static_cast<unsigned>(transport.size());
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((outputs + 255) / 256, 4096));
+  return engine::launch(rank_combine_kernel<A, Op>, blocks, outputs == 1 ? 32u : 256u, 0, stream, false,
+                        static_cast<const A*>(gathered), ranks, outputs, out, op);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reproducible floating-point Sum.
+
+// A rank's slot: its element count, then its first min(n_local, kReproTile) elements.
+template <class T>
+inline constexpr std::size_t kSlotBytes = align_up(16 + kReproTile * sizeof(T));
+
+template <class T>
+__device__ __forceinline__ const T* slot_elements(const unsigned char* slot) {
+  return reinterpret_cast<const T*>(slot + 16);
+}
+
+template <class T>
+__global__ void pack_slot_kernel(const T* shard, std::size_t n_local, unsigned char* slot) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<unsigned long long*>(slot) = n_local;
+  T* elements = reinterpret_cast<T*>(slot + 16);
+  const std::size_t count = n_local < kReproTile ? n_local : kReproTile;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    elements[i] = shard[i];
+  }
+}
+
+// What a rank sums: whole tiles of its own memory, and the cut tile assembled in `cut`.
+template <class T>
+struct ShardWork {
+  const T* region;
+  std::size_t region_n;  // a multiple of kReproTile
+  std::size_t cut_n;     // elements of the cut tile (0: none), at most kReproTile
+  bool too_large;        // the whole array has kReproMaxElements or more: the result is NaN
+};
+
+template <class T>
+__global__ void __launch_bounds__(kReproThreads) locate_kernel(const unsigned char* slots, unsigned ranks, unsigned rank,
+                                                               const T* shard, ShardWork<T>* work, T* cut) {
+  constexpr std::size_t kSlot = kSlotBytes<T>;
+  auto count_of = [&](unsigned r) { return *reinterpret_cast<const unsigned long long*>(slots + r * kSlot); };
+  std::size_t offset = 0, total = 0;
+  for (unsigned r = 0; r < ranks; ++r) {
+    const std::size_t n = count_of(r);
+    if (r < rank) offset += n;
+    total += n;
+  }
+  const std::size_t n = count_of(rank);
+  const std::size_t end = offset + n;
+  const std::size_t first = (offset + kReproTile - 1) / kReproTile * kReproTile;  // the first tile start in the shard
+  std::size_t region_n = 0, cut_begin = end, cut_n = 0;
+  if (first < end) {
+    region_n = (end - first) / kReproTile * kReproTile;
+    cut_begin = first + region_n;
+    if (cut_begin < end) cut_n = (cut_begin + kReproTile < total ? cut_begin + kReproTile : total) - cut_begin;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *work = {shard + (first < end ? first - offset : 0), region_n, cut_n, total >= engine::kReproMaxElements};
+  }
+  if (cut_n == 0) return;
+  const std::size_t cut_end = cut_begin + cut_n;
+  for (std::size_t g = cut_begin + threadIdx.x; g < end; g += blockDim.x) cut[g - cut_begin] = shard[g - offset];
+  // The rest from the next ranks' slots: rank r holds [its offset, its offset + its count).
+  std::size_t r_offset = end;
+  for (unsigned r = rank + 1; r < ranks && r_offset < cut_end; ++r) {
+    const std::size_t r_n = count_of(r);
+    const std::size_t stop = r_offset + r_n < cut_end ? r_offset + r_n : cut_end;
+    const T* elements = slot_elements<T>(slots + r * kSlot);
+    for (std::size_t g = r_offset + threadIdx.x; g < stop; g += blockDim.x) cut[g - cut_begin] = elements[g - r_offset];
+    r_offset += r_n;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kReproThreads) shard_sum_kernel(const ShardWork<T>* work, const T* cut,
+                                                                  unsigned long long* rows) {
+  __shared__ engine::ReproShared<acc_t<T, Sum>> shared;
+  const ShardWork<T> w = *work;
+  const engine::ReproSpan<T> spans[2] = {
+      {w.region, w.region_n, w.region_n / kReproTile, reinterpret_cast<std::uintptr_t>(w.region) % 16 == 0},
+      {cut, w.cut_n, w.cut_n > 0 ? 1u : 0u, true}};
+  engine::repro_block_row(spans, rows, shared);
+}
+
+// The flags word of a row as it travels through the integer all-reduce: three 21-bit counts.
+__host__ __device__ constexpr unsigned long long encode_flags(unsigned special) {
+  return ((special & primitives::kPlusInf) ? 1ull : 0ull) | ((special & primitives::kMinusInf) ? 1ull << 21 : 0ull) |
+         ((special & primitives::kNaN) ? 1ull << 42 : 0ull);
+}
+__host__ __device__ constexpr unsigned decode_flags(unsigned long long counts) {
+  constexpr unsigned long long kField = (1ull << 21) - 1;
+  return ((counts & kField) != 0 ? unsigned(primitives::kPlusInf) : 0u) |
+         (((counts >> 21) & kField) != 0 ? unsigned(primitives::kMinusInf) : 0u) |
+         (((counts >> 42) & kField) != 0 ? unsigned(primitives::kNaN) : 0u);
+}
+
+// One block: the rank's row = the limb-wise sum of the grid's rows (not carried: the all-reduce
+// adds further rows and the finish normalises once), flags as counts.
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) rank_row_kernel(const unsigned long long* rows, unsigned count,
+                                                                 std::int64_t* row) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  for (unsigned j = threadIdx.x; j <= W; j += blockDim.x) {
+    unsigned long long sum = 0;
+    unsigned special = 0;
+    for (unsigned b = 0; b < count; ++b) {
+      const unsigned long long word = rows[std::size_t(b) * kWords + j];
+      if (j < W) sum += word;
+      else special |= static_cast<unsigned>(word);
+    }
+    row[j] = static_cast<std::int64_t>(j < W ? sum : encode_flags(special));
+  }
+}
+
+// One warp: rounds the ranks' summed row into *out (NaN when the array was too large).
+template <class A, class T>
+__global__ void __launch_bounds__(32) finish_row_kernel(const std::int64_t* row, const ShardWork<T>* work, A* out) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  __shared__ long long limbs[W];
+  const unsigned lane = threadIdx.x;
+  for (unsigned j = lane; j < W; j += 32) limbs[j] = row[j];
+  const unsigned special = decode_flags(static_cast<unsigned long long>(row[W]));
+  __syncwarp();
+  const A value = primitives::finish_limb_row<A>(limbs, special, lane);
+  if (lane == 0) *out = work->too_large ? A(__builtin_nan("")) : value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The entry points.
+
+template <class T, class Op>
+inline constexpr bool kReproSum = std::is_floating_point_v<acc_t<T, Op>> && std::is_same_v<Op, Sum>;
+
+// Reproducible plan: the rank's grid for its shard (at most its whole tiles plus one cut tile).
+template <class T>
+cudaError_t repro_grid(std::size_t n_local, const Options& opt, unsigned& grid) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  engine::KernelFacts facts{};
+  if (cudaError_t e = engine::kernel_facts<shard_sum_kernel<T>, kReproThreads>(device, facts); e != cudaSuccess) return e;
+  const engine::ReproPlan plan = engine::plan_reproducible(n_local + kReproTile, engine::multiprocessors(device),
+                                                           facts.blocks_per_sm, opt.max_blocks,
+                                                           primitives::kExactRowWords<acc_t<T, Sum>>);
+  grid = plan.grid;
+  return cudaSuccess;
+}
+
+// Returns an error, with its text in *message when message is not null.
+struct Failure {
+  const char** message;
+  cudaError_t operator()(cudaError_t e, const char* text) const {
+    if (message != nullptr) *message = text;
+    return e;
+  }
+};
+
+inline bool valid_transport(const Transport& t) { return t.size() >= 1 && t.rank() >= 0 && t.rank() < t.size(); }
+
+template <class T, class Op>
+cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                              std::size_t n_local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt,
+                              const char** message) {
+  using A = acc_t<T, Op>;
+  const unsigned ranks = static_cast<unsigned>(transport.size());
+  const Failure fail{message};
+  if (!valid_transport(transport)) return fail(cudaErrorInvalidValue, "the transport's rank and size");
+  if (d_temp != nullptr && d_out == nullptr) return fail(cudaErrorInvalidValue, "d_out is null");
+  if (d_temp != nullptr && reinterpret_cast<std::uintptr_t>(d_temp) % 16 != 0) {
+    return fail(cudaErrorMisalignedAddress, "d_temp is not 16-byte aligned");
+  }
+  if constexpr (kReproSum<T, Op>) {
+    if (opt.mode == Mode::Reproducible) {
+      if (n_local >= engine::kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
+      unsigned grid = 1;
+      if (cudaError_t e = repro_grid<T>(n_local, opt, grid); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (reproducible sum)");
+      }
+      constexpr unsigned kWords = primitives::kExactRowWords<A>;
+      Carver c{static_cast<char*>(d_temp)};
+      auto* rows = c.take<unsigned long long>(std::size_t(grid) * kWords);
+      auto* send = c.take<unsigned char>(kSlotBytes<T>);
+      auto* slots = c.take<unsigned char>(kSlotBytes<T> * ranks);
+      auto* work = c.take<ShardWork<T>>(1);
+      auto* cut = c.take<T>(kReproTile);
+      auto* row = c.take<std::int64_t>(kWords);
+      auto* total = c.take<std::int64_t>(kWords);
+      if (d_temp == nullptr) {
+        temp_bytes = c.used;
+        return cudaSuccess;
+      }
+      if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
+      if (n_local > 0 && d_shard == nullptr) return fail(cudaErrorInvalidValue, "d_shard is null");
+      if (reinterpret_cast<std::uintptr_t>(d_shard) % alignof(T) != 0) return fail(cudaErrorMisalignedAddress, "d_shard is misaligned");
+      if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return fail(cudaErrorMisalignedAddress, "d_out is misaligned");
+      const unsigned pack_blocks = static_cast<unsigned>(std::min<std::size_t>((std::min(n_local, kReproTile) + 255) / 256, 16));
+      if (cudaError_t e = engine::launch(pack_slot_kernel<T>, std::max(pack_blocks, 1u), 256, 0, stream, false, d_shard,
+                                         n_local, send);
+          e != cudaSuccess) {
+        return fail(e, "launching the slot kernel");
+      }
+      if (cudaError_t e = transport.all_gather(send, slots, kSlotBytes<T>, stream); e != cudaSuccess) {
+        return fail(e, "all-gather of the shards' first tiles");
+      }
+      const auto* gathered_slots = static_cast<const unsigned char*>(slots);
+      cudaError_t status = engine::launch(locate_kernel<T>, 1, kReproThreads, 0, stream, false, gathered_slots, ranks,
+                                          static_cast<unsigned>(transport.rank()), d_shard, work, cut);
+      if (status == cudaSuccess) {
+        status = engine::launch(shard_sum_kernel<T>, grid, kReproThreads, 0, stream, false,
+                                static_cast<const ShardWork<T>*>(work), static_cast<const T*>(cut), rows);
+      }
+      if (status == cudaSuccess) {
+        status = engine::launch(rank_row_kernel<A>, 1, kReproThreads, 0, stream, false,
+                                static_cast<const unsigned long long*>(rows), grid, row);
+      }
+      if (status != cudaSuccess) return fail(status, "launching the local pass");
+      if (cudaError_t e = transport.all_reduce_sum(row, total, kWords, stream); e != cudaSuccess) {
+        return fail(e, "all-reduce of the exact accumulators");
+      }
+      if (cudaError_t e = engine::launch(finish_row_kernel<A, T>, 1, 32, 0, stream, false,
+                                         static_cast<const std::int64_t*>(total), static_cast<const ShardWork<T>*>(work),
+                                         d_out);
+          e != cudaSuccess) {
+        return fail(e, "launching the finish");
+      }
+      return cudaSuccess;
+    }
+  }
+  // Every other op and mode: the engine's pass, then the partials in rank order.
+  std::size_t local_bytes = 0;
+  if (cudaError_t e = fastreduce::detail::reduce_async<T, Op>(nullptr, local_bytes, d_shard, nullptr, n_local, op,
+                                                               stream, opt);
+      e != cudaSuccess) {
+    return fail(e, "the local reduction's size query");
+  }
+  Carver c{static_cast<char*>(d_temp)};
+  void* local = c.take<unsigned char>(local_bytes);
+  A* send = c.take<A>(1);
+  A* gathered = c.take<A>(ranks);
+  if (d_temp == nullptr) {
+    temp_bytes = c.used;
+    return cudaSuccess;
+  }
+  if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
+  if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return fail(cudaErrorMisalignedAddress, "d_out is misaligned");
+  if (cudaError_t e = fastreduce::detail::reduce_async<T, Op>(local, local_bytes, d_shard, send, n_local, op, stream, opt);
+      e != cudaSuccess) {
+    return fail(e, "the local reduction (d_shard, n_local)");
+  }
+  const char* what = nullptr;
+  if (cudaError_t e = combine_ranks<A, Op>(transport, send, gathered, 1, d_out, op, stream, &what); e != cudaSuccess) {
+    return fail(e, what);
+  }
+  return cudaSuccess;
+}
+
+template <class T, class Op>
+cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                                   const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream,
+                                   const Options& opt, const char** message) {
+  using A = acc_t<T, Op>;
+  const unsigned ranks = static_cast<unsigned>(transport.size());
+  const Failure fail{message};
+  if (!valid_transport(transport)) return fail(cudaErrorInvalidValue, "the transport's rank and size");
+  if constexpr (kReproSum<T, Op>) {
+    if (opt.mode == Mode::Reproducible) {
+      return fail(cudaErrorNotSupported, "Mode::Reproducible has no multi-rank axis sum (the 1-D reduce has one)");
+    }
+  }
+  std::size_t outputs = 0;
+  if (__builtin_mul_overflow(local.outer, local.inner, &outputs)) return fail(cudaErrorInvalidValue, "outer * inner overflows");
+  std::size_t local_bytes = 0;
+  if (cudaError_t e = fastreduce::detail::reduce_axis_async<T, Op>(nullptr, local_bytes, d_shard, nullptr, local, op,
+                                                                    stream, opt);
+      e != cudaSuccess) {
+    return fail(e, "the local axis reduction's size query");
+  }
+  Carver c{static_cast<char*>(d_temp)};
+  void* local_temp = c.take<unsigned char>(local_bytes);
+  A* send = c.take<A>(outputs);
+  A* gathered = c.take<A>(outputs * ranks);
+  if (d_temp == nullptr) {
+    temp_bytes = c.used;
+    return cudaSuccess;
+  }
+  if (reinterpret_cast<std::uintptr_t>(d_temp) % 16 != 0) return fail(cudaErrorMisalignedAddress, "d_temp is not 16-byte aligned");
+  if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
+  if (outputs == 0) return cudaSuccess;  // the same on every rank: no collective
+  if (d_out == nullptr) return fail(cudaErrorInvalidValue, "d_out is null");
+  if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return fail(cudaErrorMisalignedAddress, "d_out is misaligned");
+  if (cudaError_t e = fastreduce::detail::reduce_axis_async<T, Op>(local_temp, local_bytes, d_shard, send, local, op,
+                                                                    stream, opt);
+      e != cudaSuccess) {
+    return fail(e, "the local axis reduction (d_shard, local)");
+  }
+  const char* what = nullptr;
+  if (cudaError_t e = combine_ranks<A, Op>(transport, send, gathered, outputs, d_out, op, stream, &what); e != cudaSuccess) {
+    return fail(e, what);
+  }
+  return cudaSuccess;
+}
+
+template <class T, class Op>
+acc_t<T, Op> reduce_blocking(Transport& transport, const T* d_shard, std::size_t n_local, Op op, const Options& opt,
+                             cudaStream_t stream) {
+  using A = acc_t<T, Op>;
+  const char* message = nullptr;
+  auto fail = [&](cudaError_t status, const char* what) {
+    std::string text = std::string("fastreduce::nccl::reduce: ") + what + ": " +
+                       (message != nullptr ? message : cudaGetErrorString(status));
+    const std::string detail = transport.last_error();
+    if (!detail.empty()) text += " [" + detail + "]";
+    throw Error(status, text);
+  };
+  std::size_t temp_bytes = 0;
+  if (cudaError_t e = reduce_async_impl<T, Op>(nullptr, temp_bytes, transport, d_shard, n_local, nullptr, op, stream, opt,
+                                               &message);
+      e != cudaSuccess) {
+    fail(e, "size query");
+  }
+  engine::CachedTemp cached{};
+  check(engine::acquire_cached_temp(stream, temp_bytes, cached), "fastreduce::nccl::reduce: temporary storage");
+  A* d_out = static_cast<A*>(cached.result_slot);
+  message = nullptr;
+  if (cudaError_t e = reduce_async_impl<T, Op>(cached.temp, cached.temp_bytes, transport, d_shard, n_local, d_out, op,
+                                               stream, opt, &message);
+      e != cudaSuccess) {
+    fail(e, "arguments");
+  }
+  A result{};
+  check(cudaMemcpyAsync(&result, d_out, sizeof(A), cudaMemcpyDeviceToHost, stream),
+        "fastreduce::nccl::reduce: copying the result");
+  check(cudaStreamSynchronize(stream), "fastreduce::nccl::reduce: kernels and collectives");
+  return result;
+}
+
+}  // namespace fastreduce::multi
+
+namespace fastreduce::nccl::detail {
+
+template <class T, class Op>
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                         std::size_t n_local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt) {
+  return multi::reduce_async_impl<T, Op>(d_temp, temp_bytes, transport, d_shard, n_local, d_out, op, stream, opt, nullptr);
+}
+
+template <class T, class Op>
+acc_t<T, Op> reduce(Transport& transport, const T* d_shard, std::size_t n_local, Op op, const Options& opt,
+                    cudaStream_t stream) {
+  return multi::reduce_blocking<T, Op>(transport, d_shard, n_local, op, opt, stream);
+}
+
+template <class T, class Op>
+cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                              const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt) {
+  return multi::reduce_axis_async_impl<T, Op>(d_temp, temp_bytes, transport, d_shard, local, d_out, op, stream, opt,
+                                              nullptr);
+}
+
+}  // namespace fastreduce::nccl::detail
+
+#define FASTREDUCE_INSTANTIATE_NCCL(T, Op)                                                                           \
+  template cudaError_t fastreduce::nccl::detail::reduce_async<T, Op>(                                               \
+      void*, std::size_t&, fastreduce::nccl::Transport&, const T*, std::size_t, fastreduce::acc_t<T, Op>*, Op,       \
+      cudaStream_t, const fastreduce::Options&);                                                                     \
+  template fastreduce::acc_t<T, Op> fastreduce::nccl::detail::reduce<T, Op>(                                        \
+      fastreduce::nccl::Transport&, const T*, std::size_t, Op, const fastreduce::Options&, cudaStream_t);            \
+  template cudaError_t fastreduce::nccl::detail::reduce_axis_async<T, Op>(                                          \
+      void*, std::size_t&, fastreduce::nccl::Transport&, const T*, const fastreduce::Axis&,                          \
+      fastreduce::acc_t<T, Op>*, Op, cudaStream_t, const fastreduce::Options&);
+
+#define FASTREDUCE_INSTANTIATE_NCCL_INTEGER(T) \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Sum)          \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Prod)         \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Min)          \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Max)          \
+  FASTREDUCE_INSTANTIATE_NCCL(T, BitAnd)       \
+  FASTREDUCE_INSTANTIATE_NCCL(T, BitOr)        \
+  FASTREDUCE_INSTANTIATE_NCCL(T, BitXor)
+
+#define FASTREDUCE_INSTANTIATE_NCCL_FLOATING(T) \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Sum)           \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Prod)          \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Min)           \
+  FASTREDUCE_INSTANTIATE_NCCL(T, Max)
