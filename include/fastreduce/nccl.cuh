@@ -125,8 +125,18 @@ class LocalGroup {
 // (outer, length = this rank's part of the reduced axis, inner, strides in elements as in
 // fastreduce::Axis). Every output is the reduction over the concatenation of the ranks' slices
 // in rank order: column sums of a row-sharded matrix are local = {.length = rows_local,
-// .inner = columns}. outer and inner must be the same on every rank. Mode::Reproducible gives a
-// floating-point Sum cudaErrorNotSupported (the 1-D reduce has it); other ops are exact anyway.
+// .inner = columns}. outer and inner must be the same on every rank.
+//
+// Mode::Reproducible floating-point sums give every output bitwise equal to the single-GPU
+// reproducible reduce_axis of the whole array, and need `first`: the index, in the whole reduced
+// axis, of this rank's first slice (the sum of the lengths of the ranks before it; without it
+// the call returns cudaErrorInvalidValue, and if the ranks' values disagree with their lengths
+// every output is NaN). Its cost: the ranks all-gather their first 4095 slices of every output
+// (rank count x 4095 x outer x inner elements), which complete the summation tiles that slice
+// boundaries cut, and all-reduce an exact accumulator per output (about 0.3 KB for float, 0.6 KB
+// for double): small beside the local pass when every rank holds many more than
+// rank count x 4096 slices.
+inline constexpr std::size_t kUnknownFirst = SIZE_MAX;
 
 namespace detail {
 template <class T, class Op>
@@ -137,7 +147,8 @@ acc_t<T, Op> reduce(Transport& transport, const T* d_shard, std::size_t n_local,
                     cudaStream_t stream);
 template <class T, class Op>
 cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
-                              const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt);
+                              const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt,
+                              std::size_t first);
 }  // namespace detail
 
 // Enqueues the reduction of the ranks' shards into *d_out on every rank (two-phase contract as
@@ -193,20 +204,21 @@ template <class T, class Op = Sum>
   requires reducible<T, Op>
 cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
                               Axis local, acc_t<T, Op>* d_out, Op op = {}, cudaStream_t stream = 0,
-                              const Options& opt = {}) {
+                              const Options& opt = {}, std::size_t first = kUnknownFirst) {
   using S = storage_t<T>;
   return detail::reduce_axis_async<S, Op>(d_temp, temp_bytes, transport, reinterpret_cast<const S*>(d_shard), local,
-                                          reinterpret_cast<acc_t<S, Op>*>(d_out), op, stream, opt);
+                                          reinterpret_cast<acc_t<S, Op>*>(d_out), op, stream, opt, first);
 }
 
 template <class T, class Op = Sum>
   requires reducible<T, Op>
 cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, ncclComm_t comm, const T* d_shard, Axis local,
-                              acc_t<T, Op>* d_out, Op op = {}, cudaStream_t stream = 0, const Options& opt = {}) {
+                              acc_t<T, Op>* d_out, Op op = {}, cudaStream_t stream = 0, const Options& opt = {},
+                              std::size_t first = kUnknownFirst) {
   CommTransport transport(comm);
   if (transport.status() != cudaSuccess) return transport.status();
   return reduce_axis_async<T, Op>(d_temp, temp_bytes, static_cast<Transport&>(transport), d_shard, local, d_out, op,
-                                  stream, opt);
+                                  stream, opt, first);
 }
 
 }  // namespace fastreduce::nccl

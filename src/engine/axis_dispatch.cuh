@@ -11,6 +11,7 @@
 #include "engine/axis_plan.hpp"
 #include "engine/axis_repro.cuh"
 #include "engine/dispatch.cuh"
+#include "engine/repro_pieces.hpp"
 #include "engine/segments.cuh"
 #include "engine/segments_scan.hpp"
 
@@ -170,7 +171,7 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const T* d_
     case AxisPath::ReproColumns:
       if constexpr (is_reproducible_sum_v<T, Op>) {
         using R = ReproAxisKernels<T>;
-        auto* pieces = static_cast<unsigned long long*>(d_temp);
+        auto* pieces = P.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
         if (P.path == AxisPath::ReproRows) {
           const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, d_out};
           status = P.group == 1 ? launch(R::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
@@ -191,6 +192,41 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const T* d_
       return cudaErrorNotSupported;
   }
   return cudaErrorInvalidValue;
+}
+
+template <class T>
+cudaError_t plan_repro_pieces(const AxisLayout& layout, const Options& opt, int device, PiecesPlan& out) {
+  using A = acc_t<T, Sum>;
+  using R = ReproAxisKernels<T>;
+  out.layout = layout;
+  out.empty = layout.length == 0 || layout.outputs() == 0;
+  if (out.empty) return cudaSuccess;
+  const bool rows_contiguous = layout.length_stride == 1 || layout.length == 1;
+  KernelFacts facts{};
+  const cudaError_t e = rows_contiguous ? kernel_facts<R::rows_block, kReproThreads>(device, facts)
+                                        : kernel_facts<R::columns, kReproThreads>(device, facts);
+  if (e != cudaSuccess) return e;
+  out.plan = plan_axis(rows_contiguous ? AxisPath::ReproRows : AxisPath::ReproColumns, layout, sizeof(T), sizeof(A),
+                       multiprocessors(device), facts.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
+  return cudaSuccess;
+}
+
+template <class T>
+cudaError_t launch_repro_pieces(const PiecesPlan& plan, const T* d_in, unsigned long long* pieces, cudaStream_t stream) {
+  using A = acc_t<T, Sum>;
+  using R = ReproAxisKernels<T>;
+  if (plan.empty) return cudaSuccess;
+  const AxisLayout& L = plan.layout;
+  const AxisPlan& P = plan.plan;
+  if (P.path == AxisPath::ReproRows) {
+    const AxisRows<T> rows{d_in, L.length, L.inner, L.outer_stride, L.inner_stride};
+    const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, nullptr};
+    return P.group == 1 ? launch(R::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
+                        : launch(R::rows_block, P.grid, kReproThreads, 0, stream, false, args);
+  }
+  const ReproColumnsArgs<T, A> args{d_in,    L.outputs(),  L.length, L.inner, L.outer_stride, L.length_stride,
+                                    L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk, P.items, pieces, nullptr};
+  return launch(R::columns, P.grid, kReproThreads, 0, stream, false, args);
 }
 
 template <class T, class Op>

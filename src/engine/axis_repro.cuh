@@ -55,7 +55,7 @@ struct ReproRowsArgs {
   std::size_t items;  // rows * chunks
   unsigned chunks;
   std::size_t tiles_per_chunk;
-  unsigned long long* pieces;  // chunks > 1: a row of kExactRowWords<A> words per item
+  unsigned long long* pieces;  // not null: a row of kExactRowWords<A> words per item, else out is written
   A* out;
 };
 
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
       }
       for (unsigned g = 1; g < WarpsPerRow; ++g) special |= specials[warp + g];
       __syncwarp();
-      if (args.chunks == 1) {
+      if (args.pieces == nullptr) {
         const A value = primitives::finish_limb_row<A>(slots[warp], special, lane);
         if (lane == 0) args.out[r] = value;
       } else {
@@ -176,7 +176,7 @@ struct ReproColumnsArgs {
   unsigned chunks;
   std::size_t tiles_per_chunk;
   std::size_t items;  // col_blocks * chunks
-  unsigned long long* pieces;  // chunks > 1: per output and piece, a row of kExactRowWords<A> words
+  unsigned long long* pieces;  // not null: per output and piece, a row of kExactRowWords<A> words, else out is written
   A* out;
 };
 
@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
     for (unsigned v = warp; v < width; v += kWarps) {
       const std::size_t qv = cb * width + v;
       if (qv >= args.outputs) break;
-      if (args.chunks == 1) {
+      if (args.pieces == nullptr) {
         const A value = primitives::finish_limb_row<A>(limbs[v], specials[v], lane);
         if (lane == 0) args.out[qv] = value;
       } else {

@@ -272,9 +272,15 @@ acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, co
   FASTREDUCE_INSTANTIATE_ALL(T, BitOr)    \
   FASTREDUCE_INSTANTIATE_ALL(T, BitXor)
 
-// Sum, Prod, Min and Max for a floating-point input type.
-#define FASTREDUCE_INSTANTIATE_FLOATING(T) \
-  FASTREDUCE_INSTANTIATE_ALL(T, Sum)       \
-  FASTREDUCE_INSTANTIATE_ALL(T, Prod)      \
-  FASTREDUCE_INSTANTIATE_ALL(T, Min)       \
-  FASTREDUCE_INSTANTIATE_ALL(T, Max)
+// Sum, Prod, Min and Max for a floating-point input type, and the reproducible axis sum's
+// unrounded pieces (engine/repro_pieces.hpp).
+#define FASTREDUCE_INSTANTIATE_FLOATING(T)                                                                          \
+  FASTREDUCE_INSTANTIATE_ALL(T, Sum)                                                                                \
+  FASTREDUCE_INSTANTIATE_ALL(T, Prod)                                                                               \
+  FASTREDUCE_INSTANTIATE_ALL(T, Min)                                                                                \
+  FASTREDUCE_INSTANTIATE_ALL(T, Max)                                                                                \
+  template cudaError_t fastreduce::engine::plan_repro_pieces<T>(const fastreduce::engine::AxisLayout&,              \
+                                                                const fastreduce::Options&, int,                    \
+                                                                fastreduce::engine::PiecesPlan&);                   \
+  template cudaError_t fastreduce::engine::launch_repro_pieces<T>(const fastreduce::engine::PiecesPlan&, const T*, \
+                                                                  unsigned long long*, cudaStream_t);

@@ -28,9 +28,11 @@
 #include <string>
 #include <type_traits>
 
+#include "engine/axis_plan.hpp"
 #include "engine/launch.cuh"
 #include "engine/plan.hpp"
 #include "engine/repro_path.cuh"
+#include "engine/repro_pieces.hpp"
 #include "engine/temp_cache.hpp"
 #include "fastreduce/nccl.cuh"
 #include "primitives/exact_sum.cuh"
@@ -244,6 +246,231 @@ __global__ void __launch_bounds__(32) finish_row_kernel(const std::int64_t* row,
   if (lane == 0) *out = work->too_large ? A(__builtin_nan("")) : value;
 }
 
+// Returns an error, with its text in *message when message is not null.
+struct Failure {
+  const char** message;
+  cudaError_t operator()(cudaError_t e, const char* text) const {
+    if (message != nullptr) *message = text;
+    return e;
+  }
+};
+
+inline bool valid_transport(const Transport& t) { return t.size() >= 1 && t.rank() >= 0 && t.rank() < t.size(); }
+
+// ---------------------------------------------------------------------------------------------
+// Reproducible floating-point axis sums. As the 1-D sum, per output: a rank sums the tiles that
+// start in its slice (their exact rows come from the engine's reproducible axis kernels, made to
+// store per-output pieces of limbs instead of rounding), the tile a slice boundary cuts is
+// completed from the next ranks' first kReproTile - 1 slices (all-gathered slots), and the
+// ranks' per-output rows meet in an integer all-reduce. The region of whole tiles and the cut
+// tile follow from `first` (the rank's offset in the whole axis, known on the host); the other
+// ranks' lengths are read on the device from the slots, and checked against their `first`.
+
+// A rank's slot: its length and first, then its first min(length, kReproTile - 1) slices of
+// every output, slice-major: element (j, q) at j * outputs + q.
+template <class T>
+std::size_t axis_slot_bytes(std::size_t outputs) {
+  return align_up(16 + (kReproTile - 1) * outputs * sizeof(T));
+}
+
+template <class T>
+__device__ __forceinline__ T layout_element(const T* in, const engine::AxisLayout& L, std::size_t q, std::size_t j) {
+  return in[static_cast<std::int64_t>(q / L.inner) * L.outer_stride + static_cast<std::int64_t>(j) * L.length_stride +
+            static_cast<std::int64_t>(q % L.inner) * L.inner_stride];
+}
+
+template <class T>
+__global__ void pack_axis_slot_kernel(const T* shard, engine::AxisLayout L, std::size_t first, unsigned char* slot) {
+  auto* header = reinterpret_cast<unsigned long long*>(slot);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    header[0] = L.length;
+    header[1] = first;
+  }
+  T* elements = reinterpret_cast<T*>(slot + 16);
+  const std::size_t outputs = L.outer * L.inner;
+  const std::size_t count = (L.length < kReproTile - 1 ? L.length : kReproTile - 1) * outputs;
+  for (std::size_t e = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; e < count; e += std::size_t(gridDim.x) * blockDim.x) {
+    elements[e] = layout_element(shard, L, e % outputs, e / outputs);
+  }
+}
+
+// The cut tile, slices [cut_begin, cut_begin + cut_slices) of the whole axis, into `cut`
+// (slice-major, as a slot): this rank's own slices, then the next ranks' slots, then +0.0 past the
+// whole axis's end (as the single-GPU sum reads it). Block 0 also checks every rank's first
+// against the lengths before it (*consistent = 0 if any disagrees).
+template <class T>
+__global__ void assemble_cut_kernel(const unsigned char* slots, std::size_t slot_bytes, unsigned ranks, unsigned rank,
+                                    const T* shard, engine::AxisLayout L, std::size_t first, std::size_t cut_begin,
+                                    std::size_t cut_slices, T* cut, unsigned* consistent) {
+  const std::size_t outputs = L.outer * L.inner;
+  auto header = [&](unsigned r, unsigned word) {
+    return reinterpret_cast<const unsigned long long*>(slots + std::size_t(r) * slot_bytes)[word];
+  };
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    std::size_t offset = 0;
+    bool ok = true;
+    for (unsigned r = 0; r < ranks; ++r) {
+      ok = ok && header(r, 1) == offset;
+      offset += header(r, 0);
+    }
+    if (!ok) *consistent = 0;
+  }
+  const std::size_t end = first + L.length;
+  const std::size_t count = cut_slices * outputs;
+  for (std::size_t e = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; e < count; e += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t q = e % outputs, g = cut_begin + e / outputs;
+    T value = T(0.0f);
+    if (g < end) {
+      value = layout_element(shard, L, q, g - first);
+    } else {
+      std::size_t r_first = end;
+      for (unsigned r = rank + 1; r < ranks; ++r) {
+        const std::size_t r_length = header(r, 0);
+        if (g < r_first + r_length) {
+          value = reinterpret_cast<const T*>(slots + std::size_t(r) * slot_bytes + 16)[(g - r_first) * outputs + q];
+          break;
+        }
+        r_first += r_length;
+      }
+    }
+    cut[e] = value;
+  }
+}
+
+// rows[q] = the limb-wise sum of output q's pieces of both launches, flags as counts.
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) sum_pieces_kernel(const unsigned long long* a, unsigned a_chunks,
+                                                                   const unsigned long long* b, unsigned b_chunks,
+                                                                   std::size_t outputs, std::int64_t* rows) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  const std::size_t words = outputs * kWords;
+  for (std::size_t e = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; e < words; e += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t q = e / kWords;
+    const unsigned j = static_cast<unsigned>(e % kWords);
+    unsigned long long sum = 0;
+    unsigned special = 0;
+    for (unsigned c = 0; c < a_chunks + b_chunks; ++c) {
+      const unsigned long long word =
+          c < a_chunks ? a[(q * a_chunks + c) * kWords + j] : b[(q * b_chunks + (c - a_chunks)) * kWords + j];
+      if (j < W) sum += word;
+      else special |= static_cast<unsigned>(word);
+    }
+    rows[e] = static_cast<std::int64_t>(j < W ? sum : encode_flags(special));
+  }
+}
+
+// A warp per output: rounds the ranks' summed row (NaN where the ranks' first disagree).
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) finish_rows_kernel(const std::int64_t* rows, std::size_t outputs,
+                                                                    const unsigned* consistent, A* out) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  constexpr unsigned kWarps = kReproThreads / 32;
+  __shared__ long long limbs[kWarps][W];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (std::size_t q = std::size_t(blockIdx.x) * kWarps + warp; q < outputs; q += std::size_t(gridDim.x) * kWarps) {
+    const std::int64_t* row = rows + q * kWords;
+    for (unsigned j = lane; j < W; j += 32) limbs[warp][j] = row[j];
+    __syncwarp();
+    const A value = primitives::finish_limb_row<A>(limbs[warp], decode_flags(static_cast<unsigned long long>(row[W])), lane);
+    if (lane == 0) out[q] = *consistent != 0 ? value : A(__builtin_nan(""));
+    __syncwarp();
+  }
+}
+
+__global__ inline void set_word_kernel(unsigned* word, unsigned value) { *word = value; }
+
+template <class T>
+cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                              const engine::AxisLayout& L, acc_t<T, Sum>* d_out, cudaStream_t stream,
+                              const Options& opt, std::size_t first, const Failure& fail) {
+  using A = acc_t<T, Sum>;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  const unsigned ranks = static_cast<unsigned>(transport.size());
+  const std::size_t outputs = L.outputs();
+  if (first == nccl::kUnknownFirst) return fail(cudaErrorInvalidValue, "Mode::Reproducible axis sums need `first`");
+  if (first + L.length < first || first + L.length >= engine::kReproMaxElements) {
+    return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements per output");
+  }
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return fail(e, "cudaGetDevice");
+  // The tiles that start in this slice: whole ones [tile0, cut_begin), and the cut one.
+  const std::size_t end = first + L.length;
+  const std::size_t tile0 = (first + kReproTile - 1) / kReproTile * kReproTile;
+  std::size_t region_length = 0, cut_begin = end;
+  if (tile0 < end) {
+    region_length = (end - tile0) / kReproTile * kReproTile;
+    cut_begin = tile0 + region_length;
+  }
+  const bool has_cut = cut_begin < end;
+  engine::AxisLayout region = L;
+  region.length = region_length;
+  const engine::AxisLayout cut_layout{.outer = L.outer, .length = has_cut ? kReproTile : 0, .inner = L.inner,
+                                      .outer_stride = static_cast<std::int64_t>(L.inner),
+                                      .length_stride = static_cast<std::int64_t>(outputs), .inner_stride = 1};
+  engine::PiecesPlan region_launch, cut_launch;
+  if (cudaError_t e = engine::plan_repro_pieces<T>(region, opt, device, region_launch); e != cudaSuccess) {
+    return fail(e, "no kernel image for this GPU (reproducible axis sum)");
+  }
+  if (cudaError_t e = engine::plan_repro_pieces<T>(cut_layout, opt, device, cut_launch); e != cudaSuccess) {
+    return fail(e, "no kernel image for this GPU (reproducible axis sum)");
+  }
+  const std::size_t slot_bytes = axis_slot_bytes<T>(outputs);
+  Carver c{static_cast<char*>(d_temp)};
+  auto* region_pieces = c.take<unsigned long long>(region_launch.pieces() * kWords);
+  auto* cut_pieces = c.take<unsigned long long>(cut_launch.pieces() * kWords);
+  auto* send = c.take<unsigned char>(slot_bytes);
+  auto* slots = c.take<unsigned char>(slot_bytes * ranks);
+  T* cut = c.take<T>(has_cut ? kReproTile * outputs : 0);
+  auto* rows = c.take<std::int64_t>(outputs * kWords);
+  auto* totals = c.take<std::int64_t>(outputs * kWords);
+  auto* consistent = c.take<unsigned>(1);
+  if (d_temp == nullptr) {
+    temp_bytes = c.used;
+    return cudaSuccess;
+  }
+  if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
+  if (L.length > 0 && d_shard == nullptr) return fail(cudaErrorInvalidValue, "d_shard is null");
+  const auto blocks = [](std::size_t work) {
+    return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
+  };
+  cudaError_t status = engine::launch(set_word_kernel, 1, 1, 0, stream, false, consistent, 1u);
+  if (status == cudaSuccess) {
+    status = engine::launch(pack_axis_slot_kernel<T>, blocks((kReproTile - 1) * outputs), 256, 0, stream, false, d_shard,
+                            L, first, send);
+  }
+  if (status != cudaSuccess) return fail(status, "launching the slot kernel");
+  if (cudaError_t e = transport.all_gather(send, slots, slot_bytes, stream); e != cudaSuccess) {
+    return fail(e, "all-gather of the slices' first tiles");
+  }
+  const T* region_in = d_shard + static_cast<std::int64_t>(tile0 > first ? tile0 - first : 0) * L.length_stride;
+  status = engine::launch_repro_pieces<T>(region_launch, region_in, region_pieces, stream);
+  if (status == cudaSuccess) {
+    status = engine::launch(assemble_cut_kernel<T>, has_cut ? blocks(kReproTile * outputs) : 1u, 256, 0, stream, false,
+                            static_cast<const unsigned char*>(slots), slot_bytes, ranks,
+                            static_cast<unsigned>(transport.rank()), d_shard, L, first, cut_begin,
+                            has_cut ? kReproTile : std::size_t(0), cut, consistent);
+  }
+  if (status == cudaSuccess) {
+    status = engine::launch_repro_pieces<T>(cut_launch, static_cast<const T*>(cut), cut_pieces, stream);
+  }
+  if (status == cudaSuccess) {
+    status = engine::launch(sum_pieces_kernel<A>, blocks(outputs * kWords), kReproThreads, 0, stream, false,
+                            static_cast<const unsigned long long*>(region_pieces),
+                            region_launch.chunks(),
+                            static_cast<const unsigned long long*>(cut_pieces),
+                            cut_launch.chunks(), outputs, rows);
+  }
+  if (status != cudaSuccess) return fail(status, "launching the local pass");
+  if (cudaError_t e = transport.all_reduce_sum(rows, totals, outputs * kWords, stream); e != cudaSuccess) {
+    return fail(e, "all-reduce of the exact accumulators");
+  }
+  status = engine::launch(finish_rows_kernel<A>, blocks(outputs * 32) , kReproThreads, 0, stream, false,
+                          static_cast<const std::int64_t*>(totals), outputs, static_cast<const unsigned*>(consistent), d_out);
+  return status == cudaSuccess ? cudaSuccess : fail(status, "launching the finish");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The entry points.
 
@@ -263,17 +490,6 @@ cudaError_t repro_grid(std::size_t n_local, const Options& opt, unsigned& grid) 
   grid = plan.grid;
   return cudaSuccess;
 }
-
-// Returns an error, with its text in *message when message is not null.
-struct Failure {
-  const char** message;
-  cudaError_t operator()(cudaError_t e, const char* text) const {
-    if (message != nullptr) *message = text;
-    return e;
-  }
-};
-
-inline bool valid_transport(const Transport& t) { return t.size() >= 1 && t.rank() >= 0 && t.rank() < t.size(); }
 
 template <class T, class Op>
 cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
@@ -375,18 +591,28 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
 template <class T, class Op>
 cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
                                    const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream,
-                                   const Options& opt, const char** message) {
+                                   const Options& opt, std::size_t first, const char** message) {
   using A = acc_t<T, Op>;
   const unsigned ranks = static_cast<unsigned>(transport.size());
   const Failure fail{message};
   if (!valid_transport(transport)) return fail(cudaErrorInvalidValue, "the transport's rank and size");
-  if constexpr (kReproSum<T, Op>) {
-    if (opt.mode == Mode::Reproducible) {
-      return fail(cudaErrorNotSupported, "Mode::Reproducible has no multi-rank axis sum (the 1-D reduce has one)");
-    }
-  }
   std::size_t outputs = 0;
   if (__builtin_mul_overflow(local.outer, local.inner, &outputs)) return fail(cudaErrorInvalidValue, "outer * inner overflows");
+  if constexpr (kReproSum<T, Op>) {
+    if (opt.mode == Mode::Reproducible) {
+      engine::AxisLayout layout{};
+      if (const char* error = engine::resolve_axis(local, layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
+      if (d_temp != nullptr && reinterpret_cast<std::uintptr_t>(d_temp) % 16 != 0) {
+        return fail(cudaErrorMisalignedAddress, "d_temp is not 16-byte aligned");
+      }
+      if (d_temp != nullptr && outputs > 0 && d_out == nullptr) return fail(cudaErrorInvalidValue, "d_out is null");
+      if (outputs == 0) {  // the same on every rank: no collective
+        if (d_temp == nullptr) temp_bytes = 16;
+        return cudaSuccess;
+      }
+      return reduce_axis_repro<T>(d_temp, temp_bytes, transport, d_shard, layout, d_out, stream, opt, first, fail);
+    }
+  }
   std::size_t local_bytes = 0;
   if (cudaError_t e = fastreduce::detail::reduce_axis_async<T, Op>(nullptr, local_bytes, d_shard, nullptr, local, op,
                                                                     stream, opt);
@@ -470,9 +696,10 @@ acc_t<T, Op> reduce(Transport& transport, const T* d_shard, std::size_t n_local,
 
 template <class T, class Op>
 cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
-                              const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt) {
+                              const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt,
+                              std::size_t first) {
   return multi::reduce_axis_async_impl<T, Op>(d_temp, temp_bytes, transport, d_shard, local, d_out, op, stream, opt,
-                                              nullptr);
+                                              first, nullptr);
 }
 
 }  // namespace fastreduce::nccl::detail
@@ -485,7 +712,7 @@ cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& 
       fastreduce::nccl::Transport&, const T*, std::size_t, Op, const fastreduce::Options&, cudaStream_t);            \
   template cudaError_t fastreduce::nccl::detail::reduce_axis_async<T, Op>(                                          \
       void*, std::size_t&, fastreduce::nccl::Transport&, const T*, const fastreduce::Axis&,                          \
-      fastreduce::acc_t<T, Op>*, Op, cudaStream_t, const fastreduce::Options&);
+      fastreduce::acc_t<T, Op>*, Op, cudaStream_t, const fastreduce::Options&, std::size_t);
 
 #define FASTREDUCE_INSTANTIATE_NCCL_INTEGER(T) \
   FASTREDUCE_INSTANTIATE_NCCL(T, Sum)          \

@@ -269,11 +269,11 @@ TEST(MultiRank, AxisColumnSumsOfRowShards) {
       EXPECT_EQ(cudaMalloc(&fout, cols * sizeof(float)), cudaSuccess);
       run(in.get() + first[r] * cols, out, got[r]);
       run(fin.get() + first[r] * cols, fout, fgot[r]);
-      // Reproducible mode has no multi-rank axis sum (yet): a clear error on every rank.
+      // Reproducible float sums need the slice's place in the whole axis: a clear error without it.
       std::size_t bytes = 0;
       EXPECT_EQ((nccl::reduce_axis_async<float>(nullptr, bytes, group.rank(r), fin.get(), local, fout, fr::Sum{}, stream,
                                                 {.mode = fr::Mode::Reproducible})),
-                cudaErrorNotSupported);
+                cudaErrorInvalidValue);
       cudaFree(out);
       cudaFree(fout);
       cudaStreamDestroy(stream);
@@ -284,6 +284,88 @@ TEST(MultiRank, AxisColumnSumsOfRowShards) {
     }
   }
 }
+
+namespace {
+
+// Every output of the reproducible axis sum over row-sharded columns (`columns`) or column-sharded
+// rows, against the single-GPU reduce_axis of the whole array: the same bits.
+template <class T>
+void check_axis_repro(bool columns, bool consistent_first = true) {
+  FASTREDUCE_REQUIRE_GPU();
+  using A = fr::acc_t<T, fr::Sum>;
+  std::mt19937_64 rng(test_seed());
+  const fr::Options repro{.mode = fr::Mode::Reproducible};
+  const std::size_t width = columns ? 37 : 5;  // columns of the matrix, or its rows
+  const std::vector<std::size_t> lengths =
+      quick() ? std::vector<std::size_t>{1, 4097, 3 * kTile + 5} : std::vector<std::size_t>{1, 4095, 4097, 3 * kTile + 5, 20011};
+  for (std::size_t length : lengths) {
+    DeviceBuffer<T> whole(length * width);
+    ASSERT_EQ(fr::bench::fill_random(whole.get(), length * width, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+    const fr::Axis all = columns ? fr::Axis{.length = length, .inner = width} : fr::Axis{.outer = width, .length = length};
+    DeviceBuffer<A> expected(width);
+    fr::reduce_axis(whole.get(), expected.get(), all, fr::Sum{}, repro);
+    const auto want = fr::bench::to_host(expected.get(), width);
+    for (int ranks : {1, 2, 3, 5}) {
+      const auto counts = random_counts(length, ranks, rng);
+      std::vector<std::size_t> first(ranks, 0);
+      for (int r = 1; r < ranks; ++r) first[r] = first[r - 1] + counts[r - 1];
+      nccl::LocalGroup group(ranks);
+      std::vector<std::vector<A>> got(ranks);
+      run_ranks(ranks, [&](int r) {
+        cudaStream_t stream = nullptr;
+        EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        const T* shard = columns ? whole.get() + first[r] * width : whole.get() + first[r];
+        const fr::Axis local = columns ? fr::Axis{.length = counts[r], .inner = width}
+                                       : fr::Axis{.outer = width, .length = counts[r], .outer_stride = std::ptrdiff_t(length)};
+        const std::size_t claimed = first[r] + (!consistent_first && r == ranks - 1 ? 1 : 0);
+        std::size_t bytes = 0;
+        EXPECT_EQ((nccl::reduce_axis_async<T>(nullptr, bytes, group.rank(r), shard, local, nullptr, fr::Sum{}, stream, repro,
+                                              claimed)),
+                  cudaSuccess);
+        void* temp = nullptr;
+        A* out = nullptr;
+        EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+        EXPECT_EQ(cudaMalloc(&out, width * sizeof(A)), cudaSuccess);
+        EXPECT_EQ(cudaMemsetAsync(temp, 0xA5, bytes, stream), cudaSuccess);
+        EXPECT_EQ(cudaMemsetAsync(out, 0xA5, width * sizeof(A), stream), cudaSuccess);
+        EXPECT_EQ((nccl::reduce_axis_async<T>(temp, bytes, group.rank(r), shard, local, out, fr::Sum{}, stream, repro,
+                                              claimed)),
+                  cudaSuccess);
+        got[r].resize(width);
+        EXPECT_EQ(cudaMemcpyAsync(got[r].data(), out, width * sizeof(A), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+        EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        cudaFree(temp);
+        cudaFree(out);
+        cudaStreamDestroy(stream);
+      });
+      std::string shards;
+      for (std::size_t c : counts) shards += " " + std::to_string(c);
+      for (int r = 0; r < ranks; ++r) {
+        for (std::size_t q = 0; q < width; ++q) {
+          if (consistent_first) {
+            EXPECT_TRUE(same_bits(got[r][q], want[q])) << "length=" << length << " ranks=" << ranks << " rank " << r
+                                                       << " output " << q << " shards:" << shards;
+          } else {
+            EXPECT_TRUE(std::isnan(double(got[r][q]))) << "a wrong `first` must give NaN: rank " << r << " output " << q;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Batch invariance across ranks: reproducible axis sums equal the single-GPU ones bit for bit.
+TEST(MultiRank, ReproducibleColumnSumsOfRowShards) {
+  check_axis_repro<float>(true);
+  check_axis_repro<double>(true);
+}
+TEST(MultiRank, ReproducibleRowSumsOfColumnShards) {
+  check_axis_repro<float>(false);
+  check_axis_repro<__nv_bfloat16>(false);
+}
+TEST(MultiRank, ReproducibleAxisChecksFirst) { check_axis_repro<float>(true, false); }
 
 // Arguments are checked before any collective, with the usual codes; LocalGroup's own checks.
 TEST(MultiRank, BadArguments) {
@@ -388,6 +470,48 @@ TEST(MultiRank, NcclRanksOnSeveralGpus) {
         EXPECT_NEAR(fast[r], expected, 1e-3 * std::sqrt(double(n) + 1));
       }
     }
+  }
+  // Column sums of a row-sharded matrix, reproducible: the single-GPU bits on every rank.
+  const std::size_t rows = 3 * kTile + 1234, cols = 129;
+  DeviceBuffer<float> matrix(rows * cols);
+  ASSERT_EQ(fr::bench::fill_random(matrix.get(), rows * cols, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  DeviceBuffer<float> expected(cols);
+  const fr::Options repro{.mode = fr::Mode::Reproducible};
+  fr::reduce_axis(matrix.get(), expected.get(), fr::Axis{.length = rows, .inner = cols}, fr::Sum{}, repro);
+  const auto want = fr::bench::to_host(expected.get(), cols);
+  const auto host = fr::bench::to_host(matrix.get(), rows * cols);
+  const auto counts = random_counts(rows, gpus, rng);
+  std::vector<std::size_t> first(gpus, 0);
+  for (int r = 1; r < gpus; ++r) first[r] = first[r - 1] + counts[r - 1];
+  std::vector<std::vector<float>> got(gpus, std::vector<float>(cols));
+  run_ranks(
+      gpus,
+      [&](int r) {
+        float *shard = nullptr, *out = nullptr;
+        void* temp = nullptr;
+        cudaStream_t stream = nullptr;
+        EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        EXPECT_EQ(cudaMalloc(&shard, std::max<std::size_t>(counts[r], 1) * cols * sizeof(float)), cudaSuccess);
+        EXPECT_EQ(cudaMalloc(&out, cols * sizeof(float)), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(shard, host.data() + first[r] * cols, counts[r] * cols * sizeof(float), cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        const fr::Axis local{.length = counts[r], .inner = cols};
+        std::size_t bytes = 0;
+        EXPECT_EQ(nccl::reduce_axis_async(nullptr, bytes, comms[r], shard, local, out, fr::Sum{}, stream, repro, first[r]),
+                  cudaSuccess);
+        EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+        EXPECT_EQ(nccl::reduce_axis_async(temp, bytes, comms[r], shard, local, out, fr::Sum{}, stream, repro, first[r]),
+                  cudaSuccess);
+        EXPECT_EQ(cudaMemcpyAsync(got[r].data(), out, cols * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+        EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        cudaFree(temp);
+        cudaFree(out);
+        cudaFree(shard);
+        cudaStreamDestroy(stream);
+      },
+      [](int r) { return r; });
+  for (int r = 0; r < gpus; ++r) {
+    for (std::size_t q = 0; q < cols; ++q) EXPECT_TRUE(same_bits(got[r][q], want[q])) << "rank " << r << " column " << q;
   }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
 }
