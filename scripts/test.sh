@@ -2,7 +2,8 @@
 # Installs what is missing (Debian/Ubuntu packages), builds, and runs every test: the CPU tier,
 # the GPU tier (reported as skipped without a GPU), the CMake package (installed, then used by
 # examples/consumer through find_package, and the same consumer building this tree through
-# add_subdirectory), and the check that the README's tables match the committed results.
+# add_subdirectory), the Python package (pip install . in a virtual environment, then pytest), and
+# the check that the README's tables match the committed results.
 #   scripts/test.sh            # build into ./build and run ctest
 #   BUILD_DIR=out JOBS=8 scripts/test.sh
 set -euo pipefail
@@ -14,6 +15,7 @@ need=()
 command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v g++ >/dev/null || need+=(g++)
+python3 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
 [ -d /usr/include/gtest ] || need+=(libgtest-dev)
 [ -f /usr/include/CLI/CLI.hpp ] || need+=(libcli11-dev)
 [ -f /usr/include/nlohmann/json.hpp ] || need+=(nlohmann-json3-dev)
@@ -41,6 +43,12 @@ cmake -S examples/consumer -B "$BUILD_DIR/consumer-package" -G Ninja -DCMAKE_PRE
 cmake --build "$BUILD_DIR/consumer-package"
 cmake -S examples/consumer -B "$BUILD_DIR/consumer-subdirectory" -G Ninja -DFASTREDUCE_SOURCE_DIR="$PWD" > /dev/null
 cmake --build "$BUILD_DIR/consumer-subdirectory" -j "$JOBS"
+
+echo "== the Python package: pip install . in a virtual environment, then tests/python (the GPU tier skips without a GPU)"
+rm -rf "$BUILD_DIR/venv"
+python3 -m venv "$BUILD_DIR/venv"
+CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" "$BUILD_DIR/venv/bin/pip" install -q . pytest
+"$BUILD_DIR/venv/bin/python" -m pytest -q -rs tests/python
 
 echo "== README tables against docs/results"
 python3 scripts/results_tables.py --check
