@@ -15,6 +15,7 @@ H100); the newest file of each kind for that GPU is used:
                                axis_torch_<GPU>_<date>.json (scripts/bench_axis_torch.py), same run
   axis-modes-*:                axis_modes_<GPU>_<date>.json (`bench-axis --modes fast,reproducible`)
   gpus-H200x2:                 gpus_H200x2_<date>.json (`fastreduce bench --gpus 1,2 --format json`)
+  python-H100:                 python_H100_<date>.csv (`python -m fastreduce.bench --csv`)
 Usage: results_tables.py [--check]   (--check: exit 1 if README.md is out of date)
 """
 import glob
@@ -297,6 +298,24 @@ def gpus_table(path):
     return "\n".join(lines)
 
 
+def python_table(path):
+    """`python -m fastreduce.bench --csv`: microseconds per call from Python, host overhead included."""
+    lines = [l for l in open(path).read().splitlines() if l and not l.startswith("#")]
+    header = lines[0].split(",")
+    rows = [dict(zip(header, l.split(","))) for l in lines[1:]]
+    methods = [h[:-3] for h in header if h.endswith(" us")]
+    out = ["| shape | reduced | " + " | ".join(f"{m} µs" for m in methods) + " | fastreduce / torch.sum |",
+           "|---|---|" + "---:|" * (len(methods) + 1)]
+    for r in rows:
+        n = int(r["n"])
+        shape = f"2^{n.bit_length() - 1}" if r["kind"] == "full" else r["shape"].replace("x", " x ")
+        reduced = {"full": "all", "rows": "dim 1", "columns": "dim 0"}[r["kind"]]
+        cells = " | ".join(f'{float(r[m + " us"]):.1f}' for m in methods)
+        ratio = float(r["fastreduce us"]) / float(r["torch.sum us"])
+        out.append(f"| {shape} | {reduced} | {cells} | {ratio:.2f}x |")
+    return "\n".join(out)
+
+
 def main():
     tables = {}
     specs = []
@@ -315,6 +334,7 @@ def main():
                   (f"axis-summary-{gpu}", f"axis_{gpu}_*.json", axis_summary),
                   (f"axis-modes-{gpu}", f"axis_modes_{gpu}_*.json", axis_modes)]
     specs.append(("gpus-H200x2", "gpus_H200x2_*.json", gpus_table))
+    specs.append(("python-H100", "python_H100_*.csv", python_table))
     for name, pattern, render in specs:
         path = newest(pattern)
         if path:

@@ -84,11 +84,17 @@ def _fold(shape, strides, reduced):
     return outer[0], length[0], inner[0], outer[1], length[1], inner[1]
 
 
+_raw_stream = None
+
+
 def _torch_stream(torch, device):
-    try:
-        return torch._C._cuda_getCurrentRawStream(device)
-    except AttributeError:  # older or newer torch without the private call
-        return torch.cuda.current_stream(device).cuda_stream
+    """The raw cudaStream_t of torch's current stream on `device` (torch's private call, the
+    cheapest; the public one where it is missing)."""
+    global _raw_stream
+    if _raw_stream is None:
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _raw_stream(device)
 
 
 _torch_codes = None
@@ -130,8 +136,9 @@ class _View:
         self.ptr, self.code, self.shape, self.strides, self.device = ptr, code, shape, strides, device
 
 
-def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous):
-    """Reduces view v over dims into a new array from alloc(shape, code); returns it."""
+def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record=None):
+    """Reduces view v over dims into a new array from alloc(shape, code); returns it. `record`, a
+    list, receives (folded axes, output shape, engine type) when the input was read in place."""
     ndim = len(v.shape)
     kept = [d for d in range(ndim) if d not in dims]
     out_shape = tuple(1 if d in dims else v.shape[d] for d in range(ndim)) if keepdim else tuple(v.shape[d] for d in kept)
@@ -151,6 +158,8 @@ def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_c
     if folded is None:
         v = copy_contiguous(kept + list(dims))
         folded = (outputs, length, 1, length, 1, 1)
+    elif record is not None:
+        record.append((folded, out_shape, acc))
     outer, length_, inner, so, sl, si = folded
     _core.reduce(v.code, _OPS[op], reproducible, v.ptr, outer, length_, inner, so, sl, si,
                  result[1], stream, v.device)
@@ -166,7 +175,25 @@ def _check_mode(name, mode, op=None, code=None):
     return mode == "reproducible"
 
 
+# Plans of torch calls read in place, by (op, dtype, shape, strides, dim, keepdim, mode): a repeated
+# call skips the checks, the folding and the type rules (everything they decide is in the key).
+_plans = {}
+_PLAN_LIMIT = 4096
+
+
 def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
+    if dtype is None and out is None and x.is_cuda:
+        key = (op, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim, mode)
+        plan = _plans.get(key)
+        if plan is not None:
+            code, op_code, reproducible, folded, out_shape, acc, want = plan
+            device = x.get_device()
+            result = x.new_empty(out_shape, dtype=acc)
+            _core.reduce(code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(),
+                         _torch_stream(torch, device), device)
+            return result if want is None else result.to(want)
+    else:
+        key = None
     if not x.is_cuda:
         raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
     codes = _torch_tables(torch)
@@ -202,8 +229,15 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
         return _View(c.data_ptr(), code, tuple(c.shape), tuple(c.stride()), device)
 
     keep = []
+    record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
-    result = _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous)
+    result = _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record)
+    if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        folded, out_shape, acc = record[0]
+        _plans[key] = (code, _OPS[op], reproducible, folded, out_shape, by_code[acc],
+                       None if by_code[acc] == want else want)
     if result.dtype != want:
         result = result.to(want)
     if out is not None:
@@ -359,6 +393,8 @@ def _register_torch_op(torch):
 
 
 def _in_graph(torch):
+    if "torch._dynamo" not in sys.modules:  # nothing is being compiled before dynamo is loaded
+        return False
     try:
         return torch.compiler.is_compiling()
     except AttributeError:

@@ -53,14 +53,22 @@ void run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream
   using A = fr::acc_t<T, Op>;
   const T* d_in = reinterpret_cast<const T*>(in);
   A* d_out = reinterpret_cast<A*>(out);
-  std::size_t bytes = 0;
-  check(fr::reduce_axis_async<T, Op>(nullptr, bytes, d_in, d_out, axis, Op{}, stream, opt), "planning");
   Temp* temp = nullptr;
   {
     std::lock_guard<std::mutex> guard(registry_mutex);
     temp = &registry()[{device, reinterpret_cast<std::uintptr_t>(stream)}];
   }
   std::lock_guard<std::mutex> lock(temp->mutex);
+  // One planning pass when the storage suffices (most calls): the engine checks the size itself and
+  // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
+  if (temp->data != nullptr) {
+    std::size_t have = temp->bytes;
+    const cudaError_t first = fr::reduce_axis_async<T, Op>(temp->data, have, d_in, d_out, axis, Op{}, stream, opt);
+    if (first != cudaErrorInvalidValue) return check(first, "reduce");
+    cudaGetLastError();
+  }
+  std::size_t bytes = 0;
+  check(fr::reduce_axis_async<T, Op>(nullptr, bytes, d_in, d_out, axis, Op{}, stream, opt), "planning");
   if (temp->bytes < bytes) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
@@ -72,7 +80,7 @@ void run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream
     if (temp->data != nullptr) check(cudaFreeAsync(temp->data, stream), "cudaFreeAsync");
     temp->data = nullptr;
     temp->bytes = 0;
-    const std::size_t grown = std::max<std::size_t>(bytes, 4096);
+    const std::size_t grown = std::max<std::size_t>(bytes, std::size_t(1) << 20);  // most reductions need less
     check(cudaMallocAsync(&temp->data, grown, stream), "cudaMallocAsync (temporary storage)");
     temp->bytes = grown;
   }
