@@ -1,0 +1,176 @@
+// The header-only entry point (fastreduce/reduce.cuh): users' own transforms and ops compiled
+// here, in the test, against CPU references; a non-commutative op checks that the operands meet
+// in index order.
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fastreduce/reduce.cuh"
+#include "gpu_test.hpp"
+
+namespace fr = fastreduce;
+using namespace fastreduce::testing;
+
+namespace {
+
+struct Square {
+  __host__ __device__ int operator()(int x) const { return x * x; }
+};
+
+// x -> a x + b over the integers mod 2^32; combining f then g gives g(f(x)): not commutative.
+struct Affine {
+  std::uint32_t a = 1, b = 0;
+};
+struct Compose {
+  __host__ __device__ Affine identity() const { return {1u, 0u}; }
+  __host__ __device__ Affine operator()(const Affine& f, const Affine& g) const { return {g.a * f.a, g.a * f.b + g.b}; }
+};
+struct ToAffine {  // element i's map from its data
+  __host__ __device__ Affine operator()(const uint2& v) const { return {v.x | 1u, v.y}; }
+};
+
+// 12-byte elements (their size does not divide 16: one element per thread per sub-tile).
+struct Vec3 {
+  float x, y, z;
+};
+struct MinMax {
+  float lo, hi;
+};
+struct SpanOp {
+  __host__ __device__ MinMax identity() const { return {__builtin_huge_valf(), -__builtin_huge_valf()}; }
+  __host__ __device__ MinMax operator()(const MinMax& a, const MinMax& b) const {
+    return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  }
+};
+struct NormOf {
+  __host__ __device__ MinMax operator()(const Vec3& v) const {
+    const float s = v.x * v.x + v.y * v.y + v.z * v.z;
+    return {s, s};
+  }
+};
+
+struct Widen {  // bytes into 64-bit sums
+  __host__ __device__ std::uint64_t operator()(std::uint8_t x) const { return x; }
+};
+
+std::vector<std::size_t> sizes() {
+  if (quick()) return {0, 1, 31, 33, 1025, 4097, 65537};
+  return {0, 1, 2, 31, 32, 33, 255, 256, 257, 1000, 1023, 1024, 1025, 4095, 4096, 4097, 65537,
+          (std::size_t(1) << 20) + 3, std::size_t(1) << 24};
+}
+
+template <class T>
+std::vector<T> random_host(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    std::uint64_t bits = rng();
+    std::memcpy(&x, &bits, std::min(sizeof(T), sizeof(bits)));
+    if constexpr (sizeof(T) > 8) {
+      std::uint64_t more = rng();
+      std::memcpy(reinterpret_cast<char*>(&x) + 8, &more, sizeof(T) - 8);
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(TransformReduce, SquareSumIsExactAtEveryOffset) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : sizes()) {
+    std::mt19937 rng(static_cast<unsigned>(test_seed()));
+    std::vector<int> host(n + 3);
+    for (auto& x : host) x = int(rng() % 31) - 15;  // squares up to 225: the int sum is exact
+    DeviceBuffer<int> in(n + 3);
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice));
+    for (std::size_t offset : {0u, 1u, 3u}) {  // 16-byte aligned (vector loads) and not
+      long long want = 0;
+      for (std::size_t i = 0; i < n; ++i) want += host[offset + i] * host[offset + i];
+      EXPECT_EQ(fr::transform_reduce(in.get() + offset, n, Square{}, fr::Sum{}), want) << "n=" << n << " offset=" << offset;
+    }
+  }
+}
+
+TEST(TransformReduce, NonCommutativeOpMeetsInIndexOrder) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : sizes()) {
+    const auto host = random_host<uint2>(n + 1, test_seed());
+    DeviceBuffer<uint2> in(n + 1);
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(uint2), cudaMemcpyHostToDevice));
+    for (std::size_t offset : {0u, 1u}) {
+      Affine want = Compose{}.identity();
+      for (std::size_t i = 0; i < n; ++i) want = Compose{}(want, ToAffine{}(host[offset + i]));
+      const Affine got = fr::transform_reduce(in.get() + offset, n, ToAffine{}, Compose{});
+      EXPECT_EQ(got.a, want.a) << "n=" << n << " offset=" << offset;
+      EXPECT_EQ(got.b, want.b) << "n=" << n << " offset=" << offset;
+    }
+  }
+}
+
+TEST(TransformReduce, TwelveByteElementsAndAStructResult) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : sizes()) {
+    std::mt19937 rng(static_cast<unsigned>(test_seed()));
+    // Whole numbers: the squared norms are exact on both sides, however the compilers contract them.
+    std::uniform_int_distribution<int> u(-40, 40);
+    std::vector<Vec3> host(n);
+    for (auto& v : host) v = {float(u(rng)), float(u(rng)), float(u(rng))};
+    DeviceBuffer<Vec3> in(n);
+    if (n > 0) CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(Vec3), cudaMemcpyHostToDevice));
+    MinMax want = SpanOp{}.identity();
+    for (const auto& v : host) want = SpanOp{}(want, NormOf{}(v));
+    const MinMax got = fr::transform_reduce(in.get(), n, NormOf{}, SpanOp{});
+    EXPECT_EQ(got.lo, want.lo) << "n=" << n;  // min and max are exact whatever the bracketing
+    EXPECT_EQ(got.hi, want.hi) << "n=" << n;
+  }
+}
+
+TEST(TransformReduce, BuiltInOpsAndRepeatability) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? 100003 : 10000019;
+  DeviceBuffer<float> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::SignedSmallIntegers), cudaSuccess);
+  const auto host = fr::bench::to_host(in.get(), n);
+  double want = 0;
+  float most = -1e30f;
+  for (float x : host) {
+    want += x;
+    most = std::max(most, x);
+  }
+  const float sum = fr::reduce_generic(in.get(), n, fr::Sum{});
+  EXPECT_EQ(double(sum), want);  // whole numbers whose partial sums stay exact in float
+  EXPECT_EQ(fr::reduce_generic(in.get(), n, fr::Max{}), most);
+  const float again = fr::reduce_generic(in.get(), n, fr::Sum{});
+  EXPECT_TRUE(same_bits(sum, again));
+}
+
+TEST(TransformReduce, MoreThanTwoToThe32Elements) {
+  FASTREDUCE_REQUIRE_GPU();
+  if (quick()) GTEST_SKIP() << "quick mode";
+  const std::size_t n = (std::size_t(1) << 32) + 1000;
+  DeviceBuffer<std::uint8_t> in(n);
+  if (in.get() == nullptr) GTEST_SKIP() << "4 GB not available";
+  CUDA_OK(cudaMemset(in.get(), 1, n));
+  EXPECT_EQ(fr::transform_reduce(in.get(), n, Widen{}, fr::Sum{}), n);
+}
+
+TEST(TransformReduce, BadArguments) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<int> in(100);
+  DeviceBuffer<int> out(1);
+  std::size_t bytes = 0;
+  ASSERT_EQ(fr::transform_reduce_async(nullptr, bytes, in.get(), 100, out.get(), Square{}, fr::Sum{}), cudaSuccess);
+  EXPECT_GT(bytes, 0u);
+  DeviceBuffer<char> temp(bytes);
+  std::size_t small = bytes - 1;
+  EXPECT_EQ(fr::transform_reduce_async(temp.get(), small, in.get(), 100, out.get(), Square{}, fr::Sum{}),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(fr::transform_reduce_async(temp.get(), bytes, in.get(), 100, static_cast<int*>(nullptr), Square{}, fr::Sum{}),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(fr::transform_reduce_async(temp.get(), bytes, static_cast<const int*>(nullptr), 5, out.get(), Square{},
+                                       fr::Sum{}),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(fr::transform_reduce(in.get(), 0, Square{}, fr::Sum{}), 0);  // the identity
+}
