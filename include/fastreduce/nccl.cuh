@@ -102,9 +102,10 @@ class CommTransport final : public Transport {
 };
 
 // P virtual ranks in one process, each a Transport: rank r is driven by its own host thread
-// (the collectives wait, on the host, for every rank to arrive) and its own stream. The data
-// moves with device-to-device copies, so the ranks' buffers may be on one GPU or on several that
-// can reach each other. For tests and for trying the multi-rank algorithm on one GPU.
+// (the collectives wait, on the host, for every rank to arrive), with streams of the device that
+// was current when the group was made (its events are that device's). For tests and for trying
+// the multi-rank algorithm on one GPU. A failure on one rank makes that collective, and every
+// later one, fail on every rank (cudaErrorUnknown on the others, with last_error() saying so).
 class LocalGroup {
  public:
   explicit LocalGroup(int ranks);  // throws fastreduce::Error for ranks outside [1, kMaxRanks]
@@ -179,7 +180,7 @@ cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, ncclComm_t comm,
 
 // Blocking: reduces on `stream` and returns the result on every rank. Throws fastreduce::Error
 // naming the bad argument, the failing CUDA call or NCCL's message. Its temporary storage is
-// the cached one of fastreduce::reduce.
+// allocated and freed on `stream` (stream-ordered), so ranks may share a stream.
 template <class T, class Op = Sum>
   requires reducible<T, Op>
 acc_t<T, Op> reduce(Transport& transport, const T* d_shard, std::size_t n_local, Op op = {}, const Options& opt = {},

@@ -12,7 +12,8 @@
 //     (for floating-point sums this holds up to rounding, so the grouping changes the last bits);
 //   - an identity e with op(e, x) == op(x, e) == x: either a static member template
 //     `identity<R>()` (as fastreduce::Sum, Prod, Min, Max have) or a member function `identity()`;
-//   - commutativity is NOT required: the operands always meet in index order,
+//   - commutativity is NOT required: unless the op declares `static constexpr bool commutative =
+//     true` (the built-in ops and ArgMax/ArgMin do), the operands always meet in index order,
 //       result = op(...op(op(e, f(x[0])), f(x[1]))..., f(x[n-1])) up to associativity,
 //     so a non-commutative op (composing affine maps, concatenating ranges) gets the index-order
 //     result, only bracketed differently.
@@ -22,7 +23,9 @@
 // the grid (the GPU's SM count and occupancy), never on timing: the same call on the same GPU
 // model gives the same bits every time.
 //
-// The pass: each block takes a contiguous run of tiles (a tile is 4 sub-tiles of 256 threads x 16
+// A commutative op takes a faster pass: each thread accumulates a grid-stride run of 16-byte
+// vectors, the block combines its threads once, one more block combines the blocks.
+// The ordered pass: each block takes a contiguous run of tiles (a tile is 4 sub-tiles of 256 threads x 16
 // bytes, or of 256 elements when the input is misaligned or its type does not divide 16 bytes);
 // a thread combines its elements of a sub-tile in order, the block combines the threads' values in
 // order (ordered warp shuffles, then the warps in order), tile after tile; one more block combines
@@ -119,6 +122,13 @@ __device__ __forceinline__ R block_round(R acc, R (&v)[kRound], const Op& op, Ro
   return acc;
 }
 
+// f(x), or f(x, i) for a transform that takes the element's index too.
+template <class Transform, class T>
+__host__ __device__ __forceinline__ auto apply(const Transform& f, const T& x, std::size_t i) {
+  if constexpr (std::is_invocable_v<const Transform&, const T&, std::size_t>) return f(x, i);
+  else return f(x);
+}
+
 // Elements per thread per sub-tile: 16-byte vectors of types that divide 16 bytes, else one.
 template <class T>
 inline constexpr unsigned kVec = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? unsigned(16 / sizeof(T)) : 1u;
@@ -152,12 +162,12 @@ __global__ void __launch_bounds__(kThreads) tiles_kernel(const T* in, std::size_
         if (base + V <= n) {
           const Pack<T, V> p = *reinterpret_cast<const Pack<T, V>*>(in + base);
 #pragma unroll
-          for (unsigned i = 0; i < V; ++i) v[u] = op(v[u], static_cast<R>(f(p.v[i])));
+          for (unsigned i = 0; i < V; ++i) v[u] = op(v[u], static_cast<R>(apply(f, p.v[i], base + i)));
         } else {
-          for (unsigned i = 0; i < V && base + i < n; ++i) v[u] = op(v[u], static_cast<R>(f(in[base + i])));
+          for (unsigned i = 0; i < V && base + i < n; ++i) v[u] = op(v[u], static_cast<R>(apply(f, in[base + i], base + i)));
         }
       } else {
-        if (base < n) v[u] = static_cast<R>(f(in[base]));
+        if (base < n) v[u] = static_cast<R>(apply(f, in[base], base));
       }
     }
     acc = block_round(acc, v, op, totals);
@@ -186,10 +196,63 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const R* partials, u
   if (threadIdx.x == 0) *out = acc;
 }
 
+// Ops whose operands may meet in any order: the built-in ones, and users' that say
+// `static constexpr bool commutative = true`.
+template <class Op>
+struct is_commutative : std::bool_constant<requires { requires Op::commutative; }> {};
+template <> struct is_commutative<Sum> : std::true_type {};
+template <> struct is_commutative<Prod> : std::true_type {};
+template <> struct is_commutative<Min> : std::true_type {};
+template <> struct is_commutative<Max> : std::true_type {};
+template <> struct is_commutative<BitAnd> : std::true_type {};
+template <> struct is_commutative<BitOr> : std::true_type {};
+template <> struct is_commutative<BitXor> : std::true_type {};
+
+inline constexpr unsigned kInFlight = 4;  // vectors a thread loads before combining them
+
+// For commutative ops: each thread accumulates the vectors i, i + stride, ... (stride = the
+// grid's threads), kInFlight loads in flight; the block combines its threads once at the end.
+template <unsigned V, class T, class R, class Transform, class Op>
+__global__ void __launch_bounds__(kThreads) any_order_kernel(const T* in, std::size_t n, Transform f, Op op,
+                                                             R* partials, R* out) {
+  __shared__ RoundTotals<R> totals;
+  const R e = identity_of<R>(op);
+  R acc = e;
+  const std::size_t vectors = n / V;
+  const std::size_t stride = std::size_t(gridDim.x) * kThreads;
+  std::size_t i = std::size_t(blockIdx.x) * kThreads + threadIdx.x;
+  for (; i + (kInFlight - 1) * stride < vectors; i += kInFlight * stride) {
+    Pack<T, V> p[kInFlight];
+#pragma unroll
+    for (unsigned u = 0; u < kInFlight; ++u) p[u] = reinterpret_cast<const Pack<T, V>*>(in)[i + u * stride];
+#pragma unroll
+    for (unsigned u = 0; u < kInFlight; ++u) {
+#pragma unroll
+      for (unsigned k = 0; k < V; ++k) acc = op(acc, static_cast<R>(apply(f, p[u].v[k], (i + u * stride) * V + k)));
+    }
+  }
+  for (; i < vectors; i += stride) {
+    const Pack<T, V> p = reinterpret_cast<const Pack<T, V>*>(in)[i];
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) acc = op(acc, static_cast<R>(apply(f, p.v[k], i * V + k)));
+  }
+  if constexpr (V > 1) {  // the last n % V elements, one per thread of the grid's first threads
+    const std::size_t t = vectors * V + std::size_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (t < n) acc = op(acc, static_cast<R>(apply(f, in[t], t)));
+  }
+  R v[kRound] = {acc, e, e, e};
+  acc = block_round(e, v, op, totals);
+  if (threadIdx.x == 0) {
+    if (gridDim.x == 1) *out = acc;
+    else partials[blockIdx.x] = acc;
+  }
+}
+
 struct Plan {
   unsigned grid;
-  std::size_t per_block;  // tiles per block
+  std::size_t per_block;  // tiles per block (the ordered pass)
   bool vectors;
+  bool any_order;
 };
 
 template <class T, class R, class Transform, class Op>
@@ -198,6 +261,19 @@ cudaError_t plan(const T* in, std::size_t n, Plan& p) {
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
   p.vectors = kVec<T> > 1 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
+  p.any_order = is_commutative<Op>::value;
+  if (p.any_order) {
+    const cudaError_t e =
+        p.vectors ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, any_order_kernel<kVec<T>, T, R, Transform, Op>, kThreads, 0)
+                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, any_order_kernel<1, T, R, Transform, Op>, kThreads, 0);
+    if (e != cudaSuccess) return e;
+    const std::size_t per_thread = std::size_t(kInFlight) * (p.vectors ? kVec<T> : 1);
+    const std::size_t wanted = (n + std::size_t(kThreads) * per_thread - 1) / (std::size_t(kThreads) * per_thread);
+    const std::size_t resident = std::size_t(std::max(sms, 1)) * std::size_t(std::max(per_sm, 1));
+    p.grid = static_cast<unsigned>(std::clamp<std::size_t>(wanted, 1, resident));
+    p.per_block = 0;
+    return cudaSuccess;
+  }
   const cudaError_t e =
       p.vectors ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tiles_kernel<kVec<T>, T, R, Transform, Op>, kThreads, 0)
                 : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tiles_kernel<1, T, R, Transform, Op>, kThreads, 0);
@@ -215,9 +291,22 @@ cudaError_t plan(const T* in, std::size_t n, Plan& p) {
 
 }  // namespace generic
 
-// The type transform_reduce returns: what the transform makes of an element.
+namespace generic {
 template <class T, class Transform>
-using transform_result_t = std::remove_cvref_t<std::invoke_result_t<Transform, const T&>>;
+struct transform_result {
+  using type = std::remove_cvref_t<std::invoke_result_t<const Transform&, const T&>>;
+};
+template <class T, class Transform>
+  requires std::is_invocable_v<const Transform&, const T&, std::size_t>
+struct transform_result<T, Transform> {
+  using type = std::remove_cvref_t<std::invoke_result_t<const Transform&, const T&, std::size_t>>;
+};
+}  // namespace generic
+
+// The type transform_reduce returns: what the transform makes of an element (a transform may
+// take the element's index as a second argument, std::size_t).
+template <class T, class Transform>
+using transform_result_t = typename generic::transform_result<T, Transform>::type;
 
 // Enqueues *d_out = op over i < n of transform(d_in[i]) (n = 0 writes the identity). CUB's
 // two-phase contract: with d_temp == nullptr only temp_bytes is set (never 0). Errors:
@@ -237,7 +326,15 @@ cudaError_t transform_reduce_async(void* d_temp, std::size_t& temp_bytes, const 
   }
   if ((d_in == nullptr && n > 0) || d_out == nullptr || temp_bytes < needed) return cudaErrorInvalidValue;
   R* partials = static_cast<R*>(d_temp);
-  if (p.vectors) {
+  if (p.any_order) {
+    if (p.vectors) {
+      generic::any_order_kernel<generic::kVec<T>, T, R, Transform, Op>
+          <<<p.grid, generic::kThreads, 0, stream>>>(d_in, n, transform, op, partials, d_out);
+    } else {
+      generic::any_order_kernel<1, T, R, Transform, Op>
+          <<<p.grid, generic::kThreads, 0, stream>>>(d_in, n, transform, op, partials, d_out);
+    }
+  } else if (p.vectors) {
     generic::tiles_kernel<generic::kVec<T>, T, R, Transform, Op>
         <<<p.grid, generic::kThreads, 0, stream>>>(d_in, n, p.per_block, transform, op, partials, d_out);
   } else {
@@ -282,6 +379,93 @@ template <class T, class Op>
   requires std::is_trivially_copyable_v<T> && (generic::static_identity<Op, T> || generic::member_identity<Op, T>)
 T reduce_generic(const T* d_in, std::size_t n, Op op, cudaStream_t stream = 0) {
   return transform_reduce(d_in, n, Identity{}, op, stream);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arg-extremes: the value and the index of the maximum (minimum) element. The first index wins
+// on ties; NaN counts as the extreme and the first NaN's index is returned, as NumPy and
+// PyTorch do. Indices are 64-bit: right beyond 2^32 elements.
+
+template <class V>
+struct Indexed {
+  V value;
+  std::int64_t index;
+};
+
+namespace generic {
+template <class V>
+__host__ __device__ constexpr bool nan_value(const V& v) {
+  if constexpr (std::is_integral_v<V>) return false;
+  else return !(v == v);
+}
+template <class V, bool Greater>
+__host__ __device__ constexpr bool wins(const Indexed<V>& b, const Indexed<V>& a) {  // does b replace a?
+  const bool an = nan_value(a.value), bn = nan_value(b.value);
+  if (an || bn) return bn && (!an || b.index < a.index);
+  if (Greater ? b.value > a.value : b.value < a.value) return true;
+  return b.value == a.value && b.index < a.index;
+}
+struct WithIndex {
+  template <class T>
+  __host__ __device__ Indexed<T> operator()(const T& x, std::size_t i) const {
+    return {x, static_cast<std::int64_t>(i)};
+  }
+};
+}  // namespace generic
+
+struct ArgMax {
+  static constexpr bool commutative = true;  // ties go to the lower index, whatever the order
+  template <class R>  // R = Indexed<V>; the identity loses to every element (index past any)
+  __host__ __device__ static R identity() {
+    using V = decltype(R::value);
+    if constexpr (std::is_floating_point_v<V>) return {-detail::infinity<V>(), INT64_MAX};
+    else return {detail::lowest_value<V>(), INT64_MAX};
+  }
+  template <class V>
+  __host__ __device__ Indexed<V> operator()(const Indexed<V>& a, const Indexed<V>& b) const {
+    return generic::wins<V, true>(b, a) ? b : a;
+  }
+};
+
+struct ArgMin {
+  static constexpr bool commutative = true;
+  template <class R>
+  __host__ __device__ static R identity() {
+    using V = decltype(R::value);
+    if constexpr (std::is_floating_point_v<V>) return {detail::infinity<V>(), INT64_MAX};
+    else return {detail::max_value<V>(), INT64_MAX};
+  }
+  template <class V>
+  __host__ __device__ Indexed<V> operator()(const Indexed<V>& a, const Indexed<V>& b) const {
+    return generic::wins<V, false>(b, a) ? b : a;
+  }
+};
+
+// Enqueues *d_out = {max, its first index} of d_in[0, n) (n = 0 writes {lowest, INT64_MAX}).
+// Two-phase contract as transform_reduce_async. For the arithmetic types (float, double,
+// integers).
+template <class T>
+  requires std::is_arithmetic_v<T>
+cudaError_t argmax_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, Indexed<T>* d_out,
+                         cudaStream_t stream = 0) {
+  return transform_reduce_async(d_temp, temp_bytes, d_in, n, d_out, generic::WithIndex{}, ArgMax{}, stream);
+}
+template <class T>
+  requires std::is_arithmetic_v<T>
+cudaError_t argmin_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, Indexed<T>* d_out,
+                         cudaStream_t stream = 0) {
+  return transform_reduce_async(d_temp, temp_bytes, d_in, n, d_out, generic::WithIndex{}, ArgMin{}, stream);
+}
+// Blocking forms (allocating on `stream`, as transform_reduce).
+template <class T>
+  requires std::is_arithmetic_v<T>
+Indexed<T> argmax(const T* d_in, std::size_t n, cudaStream_t stream = 0) {
+  return transform_reduce(d_in, n, generic::WithIndex{}, ArgMax{}, stream);
+}
+template <class T>
+  requires std::is_arithmetic_v<T>
+Indexed<T> argmin(const T* d_in, std::size_t n, cudaStream_t stream = 0) {
+  return transform_reduce(d_in, n, generic::WithIndex{}, ArgMin{}, stream);
 }
 
 }  // namespace fastreduce

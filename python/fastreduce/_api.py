@@ -38,6 +38,8 @@ def _dims(dim, ndim, name):
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:  # torch reads dim=() as every dim
+        return tuple(range(ndim))
     out = []
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int):
@@ -113,8 +115,9 @@ def _torch_tables(torch):
 
 
 def _result_code(op, code):
-    """The type torch returns for op over code (sums and products of integers and bool: int64)."""
-    if op in ("sum", "prod") and code in _INTEGER:
+    """The type torch returns for op over code (sums and products of integers and bool: int64,
+    uint64 of uint64)."""
+    if op in ("sum", "prod") and code in _INTEGER and code != _U64:
         return _I64
     return code
 
@@ -182,7 +185,7 @@ _PLAN_LIMIT = 4096
 
 
 def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
-    if dtype is None and out is None and x.is_cuda:
+    if dtype is None and out is None and x.is_cuda and type(dim) is not bool:
         key = (op, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim, mode)
         plan = _plans.get(key)
         if plan is not None:
@@ -209,7 +212,7 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
             x = x.to(dtype)
             code = codes[dtype]
         want = dtype
-    if op in ("sum", "prod") and code in (_I32, _U32, _U64):
+    if op in ("sum", "prod") and code in (_I32, _U32):
         x = x.to(torch.int64)  # torch sums these into int64 without wrapping
         code = _I64
     by_code = {c: t for t, c in codes.items()}
@@ -278,8 +281,8 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
         if not narrow:
             x = x.astype(dtype)
     code, shape, strides, ptr = _cai_view(name, x)
-    if op in ("sum", "prod") and code in (_I32, _U32, _U64):
-        x = x.astype(cupy.int64)
+    if op in ("sum", "prod") and code in (_I32, _U32):  # NumPy sums these into 64 bits, no wrap
+        x = x.astype(cupy.int64 if code == _I32 else cupy.uint64)
         code, shape, strides, ptr = _cai_view(name, x)
     dims = _dims(dim, len(shape), name)
     device = x.device.id
@@ -299,8 +302,10 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
 
         result = _reduce_view(name, op, _View(ptr, code, shape, strides, device), dims, keepdim, reproducible, stream,
                               alloc, copy_contiguous)
-        want = cupy.dtype(dtype) if dtype is not None else (x.dtype if code in _NARROW or op in ("amin", "amax")
-                                                            else cupy.dtype(_dtype_name(_result_code(op, code))))
+        unsigned = code in (_U8, _U16, _U32, _U64)
+        want = cupy.dtype(dtype) if dtype is not None else (
+            x.dtype if code in _NARROW or op in ("amin", "amax")
+            else cupy.dtype("uint64" if unsigned else _dtype_name(_result_code(op, code))))
         if result.dtype != want:
             result = result.astype(want)
         if out is not None:
@@ -324,7 +329,11 @@ def _reduce(name, op, x, dim, keepdim, dtype, out, mode):
         if _torch_op is None:
             _register_torch_op(torch)
         if _in_graph(torch):
-            return torch.ops.fastreduce.reduce(x, list(_dims(dim, x.dim(), name)), keepdim, op, mode, dtype)
+            r = torch.ops.fastreduce.reduce(x, list(_dims(dim, x.dim(), name)), keepdim, op, mode, dtype)
+            if out is None:
+                return r
+            out.copy_(r)
+            return out
         return _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
@@ -355,9 +364,11 @@ def _reduce_jax(jax, name, op, x, dim, keepdim, dtype, out, mode):
         import torch
         t = torch.from_dlpack(x)
         r = _reduce_torch(torch, name, op, t, dim, keepdim, dtype, None, mode)
+        torch.cuda.current_stream(t.device).synchronize()  # x may be freed by JAX once this returns
     except ImportError:
         import cupy
         r = _reduce_cupy(cupy, name, op, cupy.from_dlpack(x), dim, keepdim, dtype, None, mode)
+        cupy.cuda.get_current_stream().synchronize()
     return jax.dlpack.from_dlpack(r)
 
 

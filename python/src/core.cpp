@@ -31,6 +31,7 @@ enum OpCode : int { OpSum, OpProd, OpMin, OpMax };
 struct Temp {
   void* data = nullptr;
   std::size_t bytes = 0;
+  bool captured = false;  // a CUDA graph holds data: it is never freed
   std::mutex mutex;
 };
 std::mutex registry_mutex;
@@ -61,6 +62,9 @@ void run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream
   std::lock_guard<std::mutex> lock(temp->mutex);
   // One planning pass when the storage suffices (most calls): the engine checks the size itself and
   // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
+  if (capturing != cudaStreamCaptureStatusNone) temp->captured = true;
   if (temp->data != nullptr) {
     std::size_t have = temp->bytes;
     const cudaError_t first = fr::reduce_axis_async<T, Op>(temp->data, have, d_in, d_out, axis, Op{}, stream, opt);
@@ -70,14 +74,15 @@ void run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream
   std::size_t bytes = 0;
   check(fr::reduce_axis_async<T, Op>(nullptr, bytes, d_in, d_out, axis, Op{}, stream, opt), "planning");
   if (temp->bytes < bytes) {
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
     if (capturing != cudaStreamCaptureStatusNone) {
       throw std::runtime_error(
           "fastreduce: this reduction needs more temporary storage than this stream has seen; run it once before "
           "capturing a CUDA graph");
     }
-    if (temp->data != nullptr) check(cudaFreeAsync(temp->data, stream), "cudaFreeAsync");
+    // A buffer that a captured graph uses stays allocated for the graph's replays (a little memory
+    // kept rather than freed under it).
+    if (temp->data != nullptr && !temp->captured) check(cudaFreeAsync(temp->data, stream), "cudaFreeAsync");
+    temp->captured = false;
     temp->data = nullptr;
     temp->bytes = 0;
     const std::size_t grown = std::max<std::size_t>(bytes, std::size_t(1) << 20);  // most reductions need less

@@ -33,7 +33,6 @@
 #include "engine/plan.hpp"
 #include "engine/repro_path.cuh"
 #include "engine/repro_pieces.hpp"
-#include "engine/temp_cache.hpp"
 #include "fastreduce/nccl.cuh"
 #include "primitives/exact_sum.cuh"
 
@@ -462,7 +461,11 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
                             static_cast<const unsigned long long*>(cut_pieces),
                             cut_launch.chunks(), outputs, rows);
   }
-  if (status != cudaSuccess) return fail(status, "launching the local pass");
+  if (status != cudaSuccess) {  // as the 1-D sum: the other ranks still get their all-reduce (NaN)
+    cudaMemsetAsync(rows, 0x01, outputs * kWords * sizeof(std::int64_t), stream);
+    transport.all_reduce_sum(rows, totals, outputs * kWords, stream);
+    return fail(status, "launching the local pass");
+  }
   if (cudaError_t e = transport.all_reduce_sum(rows, totals, outputs * kWords, stream); e != cudaSuccess) {
     return fail(e, "all-reduce of the exact accumulators");
   }
@@ -547,7 +550,13 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
         status = engine::launch(rank_row_kernel<A>, 1, kReproThreads, 0, stream, false,
                                 static_cast<const unsigned long long*>(rows), grid, row);
       }
-      if (status != cudaSuccess) return fail(status, "launching the local pass");
+      if (status != cudaSuccess) {
+        // The other ranks are past the all-gather: join them in the all-reduce with a row whose
+        // flags make every rank's result NaN, then report the failure.
+        cudaMemsetAsync(row, 0x01, kWords * sizeof(std::int64_t), stream);
+        transport.all_reduce_sum(row, total, kWords, stream);
+        return fail(status, "launching the local pass");
+      }
       if (cudaError_t e = transport.all_reduce_sum(row, total, kWords, stream); e != cudaSuccess) {
         return fail(e, "all-reduce of the exact accumulators");
       }
@@ -662,19 +671,23 @@ acc_t<T, Op> reduce_blocking(Transport& transport, const T* d_shard, std::size_t
       e != cudaSuccess) {
     fail(e, "size query");
   }
-  engine::CachedTemp cached{};
-  check(engine::acquire_cached_temp(stream, temp_bytes, cached), "fastreduce::nccl::reduce: temporary storage");
-  A* d_out = static_cast<A*>(cached.result_slot);
+  // Storage of this call alone, stream-ordered (not the engine's cache: its lock, held across the
+  // collectives, would stop other ranks that share the stream, LocalGroup's in one process).
+  void* temp = nullptr;
+  check(cudaMallocAsync(&temp, temp_bytes + kAlign, stream), "fastreduce::nccl::reduce: cudaMallocAsync");
+  A* d_out = reinterpret_cast<A*>(static_cast<char*>(temp) + align_up(temp_bytes));
   message = nullptr;
-  if (cudaError_t e = reduce_async_impl<T, Op>(cached.temp, cached.temp_bytes, transport, d_shard, n_local, d_out, op,
-                                               stream, opt, &message);
-      e != cudaSuccess) {
-    fail(e, "arguments");
-  }
+  const cudaError_t launched = reduce_async_impl<T, Op>(temp, temp_bytes, transport, d_shard, n_local, d_out, op, stream,
+                                                        opt, &message);
   A result{};
-  check(cudaMemcpyAsync(&result, d_out, sizeof(A), cudaMemcpyDeviceToHost, stream),
-        "fastreduce::nccl::reduce: copying the result");
-  check(cudaStreamSynchronize(stream), "fastreduce::nccl::reduce: kernels and collectives");
+  const cudaError_t copied =
+      launched == cudaSuccess ? cudaMemcpyAsync(&result, d_out, sizeof(A), cudaMemcpyDeviceToHost, stream) : cudaSuccess;
+  const cudaError_t freed = cudaFreeAsync(temp, stream);
+  const cudaError_t synced = cudaStreamSynchronize(stream);
+  if (launched != cudaSuccess) fail(launched, "arguments");
+  check(copied, "fastreduce::nccl::reduce: copying the result");
+  check(freed, "fastreduce::nccl::reduce: cudaFreeAsync");
+  check(synced, "fastreduce::nccl::reduce: kernels and collectives");
   return result;
 }
 

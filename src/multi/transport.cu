@@ -1,6 +1,7 @@
 // The transports of the multi-rank reductions: an NCCL communicator, and P virtual ranks in
 // one process.
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cstdio>
 #include <string>
@@ -104,6 +105,7 @@ __global__ void sum_ranks_kernel(SumSources sources, int ranks, std::size_t coun
 
 struct LocalGroup::State {
   explicit State(int n) : ranks(n), barrier(n), sends(n), ready(n), done(n) {}
+  std::atomic<bool> failed{false};  // sticky: a rank failed in a collective
   ~State() {
     for (cudaEvent_t e : ready) if (e != nullptr) cudaEventDestroy(e);
     for (cudaEvent_t e : done) if (e != nullptr) cudaEventDestroy(e);
@@ -153,16 +155,31 @@ class LocalRank final : public Transport {
   // the first failure is remembered and returned at the end.
   template <class Move>
   cudaError_t collective(const void* d_send, cudaStream_t stream, Move&& move) {
-    cudaError_t status = cudaEventRecord(state_.ready[rank_], stream);
+    bool mine = false;  // this rank's own failure (the others see state_.failed)
+    auto note = [&](cudaError_t e) {
+      if (e != cudaSuccess && !mine) {
+        mine = true;
+        error_ = std::string("LocalGroup: ") + cudaGetErrorString(e);
+        state_.failed.store(true);
+      }
+      return e;
+    };
+    cudaError_t status = note(cudaEventRecord(state_.ready[rank_], stream));
     state_.sends[rank_] = d_send;
-    state_.barrier.arrive_and_wait();
-    for (int r = 0; r < state_.ranks && status == cudaSuccess; ++r) status = cudaStreamWaitEvent(stream, state_.ready[r]);
-    if (status == cudaSuccess) status = move(stream);
-    if (status == cudaSuccess) status = cudaEventRecord(state_.done[rank_], stream);
-    state_.barrier.arrive_and_wait();
-    for (int r = 0; r < state_.ranks && status == cudaSuccess; ++r) status = cudaStreamWaitEvent(stream, state_.done[r]);
-    state_.barrier.arrive_and_wait();
-    error_ = status == cudaSuccess ? std::string() : std::string("LocalGroup: ") + cudaGetErrorString(status);
+    state_.barrier.arrive_and_wait();  // every send buffer and event is published
+    const bool go = !state_.failed.load();
+    for (int r = 0; r < state_.ranks && go && status == cudaSuccess; ++r) status = note(cudaStreamWaitEvent(stream, state_.ready[r]));
+    if (go && status == cudaSuccess) status = note(move(stream));
+    if (go && status == cudaSuccess) status = note(cudaEventRecord(state_.done[rank_], stream));
+    state_.barrier.arrive_and_wait();  // every rank has enqueued its reads
+    const bool ok = !state_.failed.load();
+    for (int r = 0; r < state_.ranks && ok && status == cudaSuccess; ++r) status = note(cudaStreamWaitEvent(stream, state_.done[r]));
+    state_.barrier.arrive_and_wait();  // every rank has enqueued its waits on the events
+    if (status == cudaSuccess && state_.failed.load()) {
+      error_ = "LocalGroup: another rank's collective failed";
+      return cudaErrorUnknown;
+    }
+    if (status == cudaSuccess) error_.clear();
     return status;
   }
   LocalGroup::State& state_;

@@ -367,6 +367,30 @@ TEST(MultiRank, ReproducibleRowSumsOfColumnShards) {
 }
 TEST(MultiRank, ReproducibleAxisChecksFirst) { check_axis_repro<float>(true, false); }
 
+// The blocking form from ranks that share a stream (the default one): no lock held across the
+// collectives, every rank gets the single-GPU bits.
+TEST(MultiRank, BlockingReduceOnOneSharedStream) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 3 * kTile + 777;
+  DeviceBuffer<float> in(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const float expected = one_gpu_repro(in.get(), n);
+  std::mt19937_64 rng(test_seed());
+  const auto counts = random_counts(n, 3, rng);
+  std::vector<std::size_t> first(3, 0);
+  for (int r = 1; r < 3; ++r) first[r] = first[r - 1] + counts[r - 1];
+  nccl::LocalGroup group(3);
+  std::vector<float> got(3);
+  run_ranks(3, [&](int r) {
+    try {
+      got[r] = nccl::reduce(group.rank(r), in.get() + first[r], counts[r], fr::Sum{}, {.mode = fr::Mode::Reproducible});
+    } catch (const fr::Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+  });
+  for (float v : got) EXPECT_TRUE(same_bits(v, expected)) << v << " vs " << expected;
+}
+
 // Arguments are checked before any collective, with the usual codes; LocalGroup's own checks.
 TEST(MultiRank, BadArguments) {
   FASTREDUCE_REQUIRE_GPU();

@@ -1,8 +1,10 @@
 // The header-only entry point (fastreduce/reduce.cuh): users' own transforms and ops compiled
 // here, in the test, against CPU references; a non-commutative op checks that the operands meet
 // in index order.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <random>
 #include <vector>
 
@@ -173,4 +175,112 @@ TEST(TransformReduce, BadArguments) {
                                        fr::Sum{}),
             cudaErrorInvalidValue);
   EXPECT_EQ(fr::transform_reduce(in.get(), 0, Square{}, fr::Sum{}), 0);  // the identity
+}
+
+namespace {
+
+// The first index of the extreme, NaN counting as the extreme (NumPy's and PyTorch's rule).
+template <class T, bool Max>
+std::int64_t reference_arg(const std::vector<T>& v, std::size_t offset, std::size_t n) {
+  std::int64_t best = -1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const T x = v[offset + i];
+    if constexpr (std::is_floating_point_v<T>) {
+      if (x != x) return static_cast<std::int64_t>(i);
+    }
+    if (best < 0 || (Max ? x > v[offset + best] : x < v[offset + best])) best = static_cast<std::int64_t>(i);
+  }
+  return best;
+}
+
+template <class T>
+void check_arg_extremes(const std::vector<T>& host, std::size_t offset, std::size_t n, const char* what) {
+  DeviceBuffer<T> in(host.size());
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  const auto mx = fr::argmax(in.get() + offset, n);
+  const auto mn = fr::argmin(in.get() + offset, n);
+  EXPECT_EQ(mx.index, (reference_arg<T, true>(host, offset, n))) << what << " n=" << n << " offset=" << offset;
+  EXPECT_EQ(mn.index, (reference_arg<T, false>(host, offset, n))) << what << " n=" << n << " offset=" << offset;
+  if (mx.index >= 0 && mx.index < static_cast<std::int64_t>(n)) {
+    EXPECT_TRUE(same_bits(mx.value, host[offset + mx.index])) << what;
+  }
+}
+
+}  // namespace
+
+TEST(ArgExtremes, RandomTiesAndEveryOffset) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : sizes()) {
+    if (n == 0) continue;
+    std::mt19937_64 rng(test_seed());
+    std::vector<float> f(n + 3);
+    for (auto& x : f) x = float(int(rng() % 2001) - 1000);  // many ties
+    std::vector<std::int32_t> i32(n + 3);
+    for (auto& x : i32) x = std::int32_t(rng() % 200) - 100;
+    std::vector<std::uint8_t> u8(n + 3);
+    for (auto& x : u8) x = std::uint8_t(rng());
+    std::vector<double> f64(n + 3);
+    for (auto& x : f64) x = double(int(rng() % 100));
+    for (std::size_t offset : {0u, 1u, 3u}) {
+      check_arg_extremes(f, offset, n, "float");
+      check_arg_extremes(i32, offset, n, "int32");
+      check_arg_extremes(u8, offset, n, "uint8");
+      check_arg_extremes(f64, offset, n, "double");
+    }
+  }
+}
+
+TEST(ArgExtremes, TiesAtTheStartMiddleAndEnd) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? 100003 : 4000037;
+  for (std::size_t at : {std::size_t(0), n / 2, n - 1}) {
+    std::vector<float> v(n, 1.0f);
+    v[at] = 5.0f;
+    if (at + 7 < n) v[at + 7] = 5.0f;       // a later tie loses
+    if (at + 4099 < n) v[at + 4099] = 5.0f;  // in another tile
+    v[n - 1] = 5.0f;                        // and the last element ties too
+    std::vector<float> w = v;
+    for (auto& x : w) x = -x;
+    check_arg_extremes(v, 0, n, "ties");
+    check_arg_extremes(w, 0, n, "ties (min)");
+  }
+  std::vector<float> same(n, 3.0f);  // every element ties: index 0
+  check_arg_extremes(same, 0, n, "all equal");
+}
+
+TEST(ArgExtremes, NanAndInfinityInTheHeadBodyAndTail) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? 65537 : 2000003;
+  std::mt19937_64 rng(test_seed());
+  for (std::size_t at : {std::size_t(0), std::size_t(5), n / 3, n - 1}) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = float(int(rng() % 1000));
+    v[at] = NAN;
+    if (at + 10 < n) v[at + 10] = NAN;  // the first NaN wins
+    v[n / 2] = INFINITY;
+    check_arg_extremes(v, 0, n, "NaN");
+    std::vector<float> inf(n);
+    for (auto& x : inf) x = float(int(rng() % 1000));
+    inf[at] = INFINITY;
+    inf[n - 1 - at / 2] = -INFINITY;
+    check_arg_extremes(inf, 0, n, "infinities");
+  }
+}
+
+TEST(ArgExtremes, IndicesBeyondTwoToThe32) {
+  FASTREDUCE_REQUIRE_GPU();
+  if (quick()) GTEST_SKIP() << "quick mode";
+  const std::size_t n = (std::size_t(1) << 32) + 1000;
+  DeviceBuffer<std::uint8_t> in(n);
+  if (in.get() == nullptr) GTEST_SKIP() << "4 GB not available";
+  CUDA_OK(cudaMemset(in.get(), 3, n));
+  const std::uint8_t hi = 9, lo = 1;
+  const std::size_t at = (std::size_t(1) << 32) + 5;
+  CUDA_OK(cudaMemcpy(in.get() + at, &hi, 1, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(in.get() + at + 100, &hi, 1, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(in.get() + n - 1, &lo, 1, cudaMemcpyHostToDevice));
+  const auto mx = fr::argmax(in.get(), n);
+  EXPECT_EQ(mx.index, static_cast<std::int64_t>(at));
+  EXPECT_EQ(mx.value, hi);
+  EXPECT_EQ(fr::argmin(in.get(), n).index, static_cast<std::int64_t>(n - 1));
 }

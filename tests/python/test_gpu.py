@@ -107,6 +107,17 @@ def test_nan_and_inf():
     assert fr.sum(y).item() == float("inf")
 
 
+def test_dim_forms():
+    x = rand((6, 7), torch.float32, 15)
+    assert torch.allclose(fr.sum(x, dim=()), x.sum(), atol=1e-4)  # torch: () is every dim
+    assert torch.allclose(fr.sum(x, dim=[0]), x.sum(dim=0), atol=1e-5)
+    with pytest.raises(TypeError):
+        fr.sum(x, dim=True)
+    fr.sum(x, dim=1)  # a cached plan for dim=1 must not let dim=True through
+    with pytest.raises(TypeError):
+        fr.sum(x, dim=True)
+
+
 def test_empty():
     assert fr.sum(torch.empty(0, device=DEV)).item() == 0
     assert fr.prod(torch.empty(0, device=DEV)).item() == 1
@@ -194,7 +205,7 @@ def test_torch_compile():
         return fr.sum(x, dim=0) * 2
 
     x = rand((128, 33), torch.float32, 14)
-    got = torch.compile(f)(x)
+    got = torch.compile(f, fullgraph=True)(x)  # no graph break: the custom op is in the graph
     assert torch.allclose(got, x.sum(dim=0) * 2, atol=1e-4)
     assert hasattr(torch.ops.fastreduce, "reduce")  # registered through torch.library
 
