@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -255,32 +256,47 @@ struct Plan {
   bool any_order;
 };
 
+// The SMs of `device` times the blocks of `kernel` resident on one, asked once per kernel and
+// device (a successful answer is kept; the query costs microseconds, a small reduction less).
+template <auto Kernel>
+cudaError_t resident_blocks(int device, std::size_t& resident) {
+  static std::atomic<unsigned long long> cache[64] = {};
+  if (device >= 0 && device < 64) {
+    if (const unsigned long long known = cache[device].load(std::memory_order_relaxed); known != 0) {
+      resident = known;
+      return cudaSuccess;
+    }
+  }
+  int sms = 0, per_sm = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0); e != cudaSuccess) return e;
+  resident = std::size_t(std::max(sms, 1)) * std::size_t(std::max(per_sm, 1));
+  if (device >= 0 && device < 64) cache[device].store(resident, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
 template <class T, class R, class Transform, class Op>
 cudaError_t plan(const T* in, std::size_t n, Plan& p) {
-  int device = 0, sms = 0, per_sm = 0;
+  int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
   p.vectors = kVec<T> > 1 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
   p.any_order = is_commutative<Op>::value;
+  std::size_t resident = 1;
   if (p.any_order) {
-    const cudaError_t e =
-        p.vectors ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, any_order_kernel<kVec<T>, T, R, Transform, Op>, kThreads, 0)
-                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, any_order_kernel<1, T, R, Transform, Op>, kThreads, 0);
+    const cudaError_t e = p.vectors ? resident_blocks<any_order_kernel<kVec<T>, T, R, Transform, Op>>(device, resident)
+                                    : resident_blocks<any_order_kernel<1, T, R, Transform, Op>>(device, resident);
     if (e != cudaSuccess) return e;
     const std::size_t per_thread = std::size_t(kInFlight) * (p.vectors ? kVec<T> : 1);
     const std::size_t wanted = (n + std::size_t(kThreads) * per_thread - 1) / (std::size_t(kThreads) * per_thread);
-    const std::size_t resident = std::size_t(std::max(sms, 1)) * std::size_t(std::max(per_sm, 1));
     p.grid = static_cast<unsigned>(std::clamp<std::size_t>(wanted, 1, resident));
     p.per_block = 0;
     return cudaSuccess;
   }
-  const cudaError_t e =
-      p.vectors ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tiles_kernel<kVec<T>, T, R, Transform, Op>, kThreads, 0)
-                : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tiles_kernel<1, T, R, Transform, Op>, kThreads, 0);
+  const cudaError_t e = p.vectors ? resident_blocks<tiles_kernel<kVec<T>, T, R, Transform, Op>>(device, resident)
+                                  : resident_blocks<tiles_kernel<1, T, R, Transform, Op>>(device, resident);
   if (e != cudaSuccess) return e;
   const std::size_t tile = std::size_t(kThreads) * kRound * (p.vectors ? kVec<T> : 1);
   const std::size_t tiles = (n + tile - 1) / tile;
-  const std::size_t resident = std::size_t(std::max(sms, 1)) * std::size_t(std::max(per_sm, 1));
   // At least 2 tiles a block where there are enough; at most the resident blocks (no block waits
   // for another, and the GPU stays shareable).
   const std::size_t grid = std::clamp<std::size_t>(std::min(resident, (tiles + 1) / 2), 1, resident);
