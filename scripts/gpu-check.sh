@@ -3,10 +3,10 @@
 # (memcheck, racecheck, synccheck) over the GPU tests in quick mode, the GPU tier again from
 # builds for other architecture lists, the ladder at 2^24 and 2^28 floats (with int32, block sweeps
 # and half the SMs held), Nsight Compute counters for every rung, the bench against CUB
-# and Thrust, the axis bench against CUB and torch, the multi-GPU bench (NCCL, every GPU of the
+# and Thrust, argmax/var/norm2/dot against CUB, cuBLAS and torch, the axis bench against CUB and torch, the multi-GPU bench (NCCL, every GPU of the
 # machine) and the accuracy report.
 # Logs go under $OUT (or ./gpu-check-logs). Pick stages by name; default: all of them.
-#   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench axis gpus accuracy
+#   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench ops axis gpus accuracy
 #   scripts/gpu-check.sh build test
 #   ARCHS="80 80;90" scripts/gpu-check.sh arch
 #   CMAKE_ARGS=-DFASTREDUCE_NCCL_ROOT=/path/to/nccl scripts/gpu-check.sh build test gpus
@@ -17,7 +17,7 @@ OUT=${OUT:-gpu-check-logs}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder profile bench axis gpus accuracy)
+[ ${#stages[@]} -eq 0 ] && stages=(build test sanitize arch ladder profile bench ops axis gpus accuracy)
 want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 status=0
 step() { echo; echo "== $1 ($(date +%T))"; }
@@ -119,6 +119,17 @@ if want bench; then
   step bench
   "$BIN/fastreduce" bench --modes fast,reproducible --types float --ops sum --format json > "$OUT/bench_float_modes.json" 2>"$OUT/bench.err" || status=1
   "$BIN/fastreduce" bench --format json ${BENCH_ARGS:-} > "$OUT/bench.json" 2>>"$OUT/bench.err" || status=1
+fi
+if want ops; then
+  # argmax, var, norm2 and dot (fastreduce/reduce.cuh, stats.cuh) against fast Sum over the same
+  # bytes, CUB's ArgMax, cuBLAS's nrm2 and dot, and (with torch) torch's, same run.
+  step "ops bench"
+  if python3 -c "import torch" 2>/dev/null; then
+    python3 scripts/bench_ops_torch.py --cli "$BIN/fastreduce" --out "$OUT/ops.json" > "$OUT/ops.txt" 2>"$OUT/ops.err" || status=1
+  else
+    "$BIN/fastreduce" bench --ops argmax,var,norm2,dot --sizes 2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28 > "$OUT/ops.txt" 2>"$OUT/ops.err" || status=1
+  fi
+  summary+=("ops bench: $(grep -c ' yes' "$OUT/ops.txt") rows agree, $(grep -c ' NO' "$OUT/ops.txt") differ")
 fi
 if want axis; then
   step "axis bench"

@@ -16,6 +16,8 @@ H100); the newest file of each kind for that GPU is used:
   axis-modes-*:                axis_modes_<GPU>_<date>.json (`bench-axis --modes fast,reproducible`)
   gpus-H200x2:                 gpus_H200x2_<date>.json (`fastreduce bench --gpus 1,2 --format json`)
   python-H100:                 python_H100_<date>.csv (`python -m fastreduce.bench --csv`)
+  ops-*:                       ops_<GPU>_<date>.json (scripts/bench_ops_torch.py: `fastreduce bench --ops
+                               argmax,var,norm2,dot` with torch in the same run)
 Usage: results_tables.py [--check]   (--check: exit 1 if README.md is out of date)
 """
 import glob
@@ -316,6 +318,21 @@ def python_table(path):
     return "\n".join(out)
 
 
+def ops_table(path):
+    """argmax, var, norm2 and dot against fast Sum over the same bytes, CUB/cuBLAS and torch."""
+    data = json.load(open(path))
+    lines = ["| op | n | fastreduce µs | GB/s | of Sum | peer | peer µs | peer / fastreduce | torch µs | torch / fastreduce | agree |",
+             "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+    for r in data["rows"]:
+        us, n = r["fastreduce_us"], r["n"]
+        peer, peer_us = (r["peer"], f'{r["peer_us"]:.2f}') if r["peer_us"] > 0 else ("none", "-")
+        peer_ratio = f'{r["peer_us"] / us:.2f}x' if r["peer_us"] > 0 else "-"
+        lines.append(f'| {r["op"]} | 2^{n.bit_length() - 1} | {us:.2f} | {r["bytes"] / us / 1e3:.0f} | '
+                     f'{100 * r["sum_us"] / us:.1f}% | {peer} | {peer_us} | {peer_ratio} | '
+                     f'{r["torch_us"]:.2f} | {r["torch_us"] / us:.2f}x | {"yes" if r["agree"] else "NO"} |')
+    return "\n".join(lines)
+
+
 def main():
     tables = {}
     specs = []
@@ -332,7 +349,8 @@ def main():
                   (f"modes-{gpu}", f"modes_{gpu}_*.json", bench_table),
                   (f"axis-{gpu}", f"axis_{gpu}_*.json", axis_table),
                   (f"axis-summary-{gpu}", f"axis_{gpu}_*.json", axis_summary),
-                  (f"axis-modes-{gpu}", f"axis_modes_{gpu}_*.json", axis_modes)]
+                  (f"axis-modes-{gpu}", f"axis_modes_{gpu}_*.json", axis_modes),
+                  (f"ops-{gpu}", f"ops_{gpu}_*.json", ops_table)]
     specs.append(("gpus-H200x2", "gpus_H200x2_*.json", gpus_table))
     specs.append(("python-H100", "python_H100_*.csv", python_table))
     for name, pattern, render in specs:

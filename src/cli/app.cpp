@@ -70,6 +70,7 @@ bool contains(std::span<const std::string_view> names, std::string_view name) {
 constexpr std::string_view kFormats[] = {"table", "csv", "json"};
 constexpr std::string_view kBenchTypes[] = {"float", "double", "int32", "bfloat16"};
 constexpr std::string_view kBenchOps[] = {"sum", "max"};
+constexpr std::string_view kBenchNewOps[] = {"argmax", "var", "norm2", "dot"};  // bench_ops.cu
 constexpr std::string_view kModes[] = {"fast", "reproducible"};
 }  // namespace
 
@@ -104,8 +105,21 @@ std::optional<std::string> validate(const BenchOptions& o) {
   for (const auto& t : o.types) {
     if (!contains(kBenchTypes, t)) return "--types: '" + t + "' is not one of float, double, int32, bfloat16";
   }
+  std::size_t engine_ops = 0;
   for (const auto& op : o.ops) {
-    if (!contains(kBenchOps, op)) return "--ops: '" + op + "' is not one of sum, max";
+    if (!contains(kBenchOps, op) && !contains(kBenchNewOps, op)) {
+      return "--ops: '" + op + "' is not one of sum, max, argmax, var, norm2, dot";
+    }
+    engine_ops += contains(kBenchOps, op) ? 1 : 0;
+  }
+  if (engine_ops > 0 && engine_ops < o.ops.size()) {
+    return "--ops: sum and max run apart from argmax, var, norm2 and dot (two calls)";
+  }
+  if (engine_ops == 0 && !o.ops.empty()) {
+    for (const auto& t : o.types) {
+      if (t != "float" && t != "double") return "--ops argmax,var,norm2,dot take --types float,double";
+    }
+    if (!o.gpus.empty()) return "--gpus is the multi-GPU sum: leave --ops out";
   }
   for (const auto& m : o.modes) {
     if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible";
@@ -199,8 +213,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   BenchOptions bo;
   std::vector<std::string> size_texts;
   auto* bench_cmd = app.add_subcommand("bench", "fastreduce vs CUB DeviceReduce vs thrust::reduce, same data, same run");
-  bench_cmd->add_option("--types", bo.types, "float,double,int32,bfloat16")->delimiter(',')->capture_default_str();
-  bench_cmd->add_option("--ops", bo.ops, "sum,max")->delimiter(',')->capture_default_str();
+  auto* bench_types = bench_cmd->add_option("--types", bo.types, "float,double,int32,bfloat16 (argmax,var,norm2,dot: float)")
+                          ->delimiter(',')
+                          ->capture_default_str();
+  bench_cmd->add_option("--ops", bo.ops,
+                        "sum,max; or argmax,var,norm2,dot (against CUB ArgMax, cuBLAS nrm2 and dot, and fast Sum)")
+      ->delimiter(',')
+      ->capture_default_str();
   bench_cmd->add_option("--sizes", size_texts, "element counts (default 2^10..2^30 every 4x, 1000003, 100000007)")
       ->delimiter(',');
   bench_cmd->add_option("--modes", bo.modes, "fast,reproducible")->delimiter(',')->capture_default_str();
@@ -273,8 +292,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       return run_bench_gpus(bo, out, err);
     }
     if (bo.sizes.empty()) bo.sizes = default_bench_sizes();
+    const bool new_ops = !bo.ops.empty() && contains(kBenchNewOps, bo.ops.front());
+    if (new_ops && bench_types->count() == 0) bo.types = {"float"};
     if (auto problem = validate(bo)) return fail(*problem);
-    return run_bench(bo, out, err);
+    return new_ops ? run_bench_ops(bo, out, err) : run_bench(bo, out, err);
   }
   if (axis_cmd->parsed()) {
     for (auto [texts, values] : {std::pair{&total_texts, &xo.totals}, std::pair{&length_texts, &xo.lengths}}) {

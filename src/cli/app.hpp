@@ -79,6 +79,8 @@ int run_ladder(const LadderOptions& options, std::ostream& out, std::ostream& er
 int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& err);
 // `bench --gpus`: only in builds with NCCL (FASTREDUCE_HAVE_NCCL); elsewhere it says so.
 int run_bench_gpus(const BenchOptions& options, std::ostream& out, std::ostream& err);
+// `bench --ops argmax,var,norm2,dot` (bench_ops.cu).
+int run_bench_ops(const BenchOptions& options, std::ostream& out, std::ostream& err);
 int run_bench_axis(const BenchAxisOptions& options, std::ostream& out, std::ostream& err);
 int run_accuracy(const AccuracyOptions& options, std::ostream& out, std::ostream& err);
 
