@@ -154,7 +154,7 @@ template <class T>
 inline constexpr unsigned kVec = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? unsigned(16 / sizeof(T)) : 1u;
 
 template <class T, unsigned V>
-struct alignas(V * sizeof(T) >= 16 ? 16 : alignof(T)) Pack {
+struct alignas(V > 1 && V * sizeof(T) == 16 ? 16 : alignof(T)) Pack {  // one element: its own alignment
   T v[V];
 };
 
@@ -235,8 +235,10 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const R* partials, u
 
 // Ops whose operands may meet in any order: the built-in ones, and users' that say
 // `static constexpr bool commutative = true`.
+template <class Op, class = void>
+struct is_commutative : std::false_type {};
 template <class Op>
-struct is_commutative : std::bool_constant<requires { requires Op::commutative; }> {};
+struct is_commutative<Op, std::enable_if_t<static_cast<bool>(Op::commutative)>> : std::true_type {};
 template <> struct is_commutative<Sum> : std::true_type {};
 template <> struct is_commutative<Prod> : std::true_type {};
 template <> struct is_commutative<Min> : std::true_type {};
@@ -280,7 +282,7 @@ inline constexpr unsigned kInFlight = 4;  // vectors a thread loads before combi
 // folds meet at the end, then the block's threads. With a second input
 // (U != NoInput) element i of both meets in the transform.
 template <unsigned Threads, unsigned V, class T, class U, class R, class Transform, class Op, class Finish, class O>
-__global__ void __launch_bounds__(Threads, 1024 / Threads) any_order_kernel(const T* in, const U* in2, std::size_t n, Transform f,
+__global__ void __launch_bounds__(Threads) any_order_kernel(const T* in, const U* in2, std::size_t n, Transform f,
                                                              Op op, Finish finish, R* partials, O* out) {
   constexpr bool kTwo = !std::is_same_v<U, NoInput>;
   using Fold = ThreadFold<R, Transform, Op>;
@@ -314,9 +316,9 @@ __global__ void __launch_bounds__(Threads, 1024 / Threads) any_order_kernel(cons
       for (unsigned u = 0; u < kInFlight; ++u) fold[u % kFolds].add_vector(f, op, (i + u * stride) * V, p[u].v);
     } else {
 #pragma unroll
-      for (unsigned k = 0; k < V; ++k) {
+      for (unsigned u = 0; u < kInFlight; ++u) {  // u outer: fold u % kFolds sees increasing indices
 #pragma unroll
-        for (unsigned u = 0; u < kInFlight; ++u) {
+        for (unsigned k = 0; k < V; ++k) {
           if constexpr (kTwo) fold[u % kFolds].add(f, op, (i + u * stride) * V + k, p[u].v[k], q[u].v[k]);
           else fold[u % kFolds].add(f, op, (i + u * stride) * V + k, p[u].v[k]);
         }
@@ -424,11 +426,13 @@ template <class T, class U>
 inline constexpr unsigned kVec2 = std::is_same_v<U, NoInput> ? kVec<T> : (sizeof(T) == sizeof(U) ? kVec<T> : 1u);
 
 template <class T, class U, class R, class Transform, class Op, class Finish, class O>
-cudaError_t plan(const T* in, const U* in2, std::size_t n, Plan& p) {
+cudaError_t plan(const T* in, const U* in2, std::size_t n, Plan& p, int vectors = -1) {
+  // vectors: -1 as the pointers' alignment allows, 0 or 1 to plan that way (the size query)
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   constexpr unsigned kV = kVec2<T, U>;
-  p.vectors = kV > 1 && aligned16(in) && (std::is_same_v<U, NoInput> || aligned16(in2));
+  p.vectors = kV > 1 && (vectors >= 0 ? vectors == 1
+                                      : aligned16(in) && (std::is_same_v<U, NoInput> || aligned16(in2)));
   p.any_order = is_commutative<Op>::value;
   std::size_t resident = 1, sms = 1;
   p.threads = kThreads;
@@ -483,7 +487,14 @@ cudaError_t launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, const U
   if (cudaError_t e = plan<T, U, R, Transform, Op, Finish, O>(d_in, d_in2, n, p); e != cudaSuccess) return e;
   const std::size_t needed = std::max<std::size_t>(std::size_t(p.grid) * sizeof(R), 16);
   if (d_temp == nullptr) {
+    // Enough for this n at any alignment (CUB's contract: the size query's pointers need not be
+    // the ones reduced): the larger of the vector and the element-wise plans.
     temp_bytes = needed;
+    for (int vectors : {0, 1}) {
+      Plan q{};
+      if (cudaError_t e = plan<T, U, R, Transform, Op, Finish, O>(d_in, d_in2, n, q, vectors); e != cudaSuccess) return e;
+      temp_bytes = std::max(temp_bytes, std::size_t(q.grid) * sizeof(R));
+    }
     return cudaSuccess;
   }
   if ((d_in == nullptr && n > 0) || (!std::is_same_v<U, NoInput> && d_in2 == nullptr && n > 0) || d_out == nullptr ||
@@ -799,7 +810,8 @@ cudaError_t transform_reduce_axis_async(void* d_temp, std::size_t& temp_bytes, c
 }
 
 // Enqueues out[s] = op over d_in[d_begin[s], d_end[s]) (an end at or before its begin: the
-// identity). Offsets are device data of any integer type, not checked against the input (as CUB).
+// identity). Offsets are device data of any integer type, not checked against the input, nor is a
+// null d_in (allowed when every segment is empty), as CUB and reduce_segments_async.
 template <class T, class Offset, class Transform, class Op, class R = transform_result_t<T, Transform>>
   requires std::is_trivially_copyable_v<T> && std::is_trivially_copyable_v<R> && std::is_integral_v<Offset> &&
            (generic::static_identity<Op, R> || generic::member_identity<Op, R>)

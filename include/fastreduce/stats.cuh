@@ -15,11 +15,14 @@
 // squares by powers of two (Blue's three accumulators), so it is right from the smallest subnormal
 // to the largest finite double. Integer dot products are exact modulo 2^64 (std::int64_t).
 //
-// The variance is numerically robust: each thread sums its elements' offsets from its first
-// element, turns them into a (count, mean, M2) triple, and the triples meet in Chan's pairwise
-// merge, in a fixed order; means are kept as a shift plus an offset, so data such as 1e6 + U(0,
-// 1e-3) keep their spread. NaN gives NaN (an infinity too, as in torch.var). Results are
-// deterministic on a given GPU model, as transform_reduce's (not bitwise equal across GPUs).
+// The variance is numerically robust: each block sums its elements' offsets from one of its
+// elements (a shift the block shares), turns them into a (count, mean, M2) triple, and the
+// triples meet in Chan's pairwise merge, in a fixed order; means are kept as a shift plus an
+// offset, so data such as 1e6 + U(0, 1e-3) keep their spread (relative error ~1e-13 against a
+// quad reference). A shift far from its block's mean costs digits in proportion (an outlier 1e6
+// spreads away: ~1e-11), and offsets of doubles near +-DBL_MAX can overflow. NaN gives NaN; an
+// infinity gives an infinite mean and a NaN variance, as torch. Results are deterministic on a
+// given GPU model, as transform_reduce's (not bitwise equal across GPUs).
 #pragma once
 
 #include <cmath>

@@ -408,7 +408,7 @@ struct Shape {
 std::vector<Shape> shapes() {
   return {{1, 1, 1},      {3, 0, 2},     {0, 5, 3},       {7, 33, 1},     {1, 100003, 1}, {5, 9000, 1},
           {4097, 31, 1},  {2, 31, 4099}, {1, 5000, 64},   {3, 17, 9000},  {40, 257, 3},   {2, 20000, 2},
-          {9000, 2, 1},   {1, 1, 40000}};
+          {9000, 2, 1},   {1, 1, 40000},  {2048, 8192, 1}};  // the last: blocks take several rows each
 }
 
 // Element (o, k, i) of a contiguous (outer, length, inner) array.
@@ -469,6 +469,7 @@ TEST(AxisGeneric, ArgMaxMomentsNormsAndAnOrderedOpOnEveryShape) {
         }
         const auto where = ::testing::Message() << s.outer << "x" << s.length << "x" << s.inner << " output " << out;
         ASSERT_EQ(h_arg[out].index, best) << where;
+        if (s.length > 0) ASSERT_TRUE(same_bits(h_arg[out].value, x[at(s, o, std::size_t(best), i)])) << where;
         ASSERT_EQ(h_aff[out].a, f.a) << where;
         ASSERT_EQ(h_aff[out].b, f.b) << where;
         ASSERT_EQ(h_mom[out].count, std::int64_t(s.length)) << where;

@@ -52,6 +52,18 @@ struct NormOf {
   }
 };
 
+// 24-byte elements under a commutative op (the grid-stride pass, one element a load).
+struct Triple {
+  double a, b, c;
+};
+struct TripleSum {
+  static constexpr bool commutative = true;
+  __host__ __device__ Triple identity() const { return {0.0, 0.0, 0.0}; }
+  __host__ __device__ Triple operator()(const Triple& x, const Triple& y) const { return {x.a + y.a, x.b + y.b, x.c + y.c}; }
+};
+
+static_assert(fr::generic::is_commutative<TripleSum>::value, "TripleSum takes the grid-stride pass");
+
 struct Widen {  // bytes into 64-bit sums
   __host__ __device__ std::uint64_t operator()(std::uint8_t x) const { return x; }
 };
@@ -126,6 +138,25 @@ TEST(TransformReduce, TwelveByteElementsAndAStructResult) {
     const MinMax got = fr::transform_reduce(in.get(), n, NormOf{}, SpanOp{});
     EXPECT_EQ(got.lo, want.lo) << "n=" << n;  // min and max are exact whatever the bracketing
     EXPECT_EQ(got.hi, want.hi) << "n=" << n;
+  }
+}
+
+TEST(TransformReduce, LargeElementsUnderACommutativeOp) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : sizes()) {
+    std::mt19937 rng(static_cast<unsigned>(test_seed()));
+    std::vector<Triple> host(n + 1);
+    for (auto& t : host) t = {double(rng() % 1000), double(rng() % 7), 1.0};  // whole numbers: exact sums
+    DeviceBuffer<Triple> in(n + 1);
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(Triple), cudaMemcpyHostToDevice));
+    for (std::size_t offset : {0u, 1u}) {  // 16-byte aligned and 8 bytes off
+      Triple want{0.0, 0.0, 0.0};
+      for (std::size_t i = 0; i < n; ++i) want = TripleSum{}(want, host[offset + i]);
+      const Triple got = fr::reduce_generic(in.get() + offset, n, TripleSum{});
+      EXPECT_EQ(got.a, want.a) << "n=" << n << " offset=" << offset;
+      EXPECT_EQ(got.b, want.b) << "n=" << n << " offset=" << offset;
+      EXPECT_EQ(got.c, double(n)) << "n=" << n << " offset=" << offset;  // every element counted once
+    }
   }
 }
 
