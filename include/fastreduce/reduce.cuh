@@ -372,6 +372,7 @@ __global__ void __launch_bounds__(Threads) any_order_kernel(const T* in, const U
 }
 
 struct Plan {
+  int device;             // the current device, which the plan is for
   unsigned grid;
   unsigned threads;       // 1024 for the one-block commutative pass, else kThreads
   std::size_t per_block;  // tiles per block (the ordered pass)
@@ -428,7 +429,7 @@ inline constexpr unsigned kVec2 = std::is_same_v<U, NoInput> ? kVec<T> : (sizeof
 template <class T, class U, class R, class Transform, class Op, class Finish, class O>
 cudaError_t plan(const T* in, const U* in2, std::size_t n, Plan& p, int vectors = -1) {
   // vectors: -1 as the pointers' alignment allows, 0 or 1 to plan that way (the size query)
-  int device = 0;
+  int& device = p.device;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   constexpr unsigned kV = kVec2<T, U>;
   p.vectors = kV > 1 && (vectors >= 0 ? vectors == 1
@@ -533,8 +534,6 @@ cudaError_t launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, const U
     // The one-block combine of the partials, on sm_90 as a programmatic dependent launch: the GPU
     // prepares it while the main grid runs.
     constexpr auto combine = partials_kernel<R, Op, Finish, O>;
-    int device = 0;
-    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(1);
     config.blockDim = dim3(kThreads);
@@ -542,7 +541,7 @@ cudaError_t launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, const U
     cudaLaunchAttribute attribute{};
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
-    if (dependent_launch<combine>(device)) {
+    if (dependent_launch<combine>(p.device)) {
       config.attrs = &attribute;
       config.numAttrs = 1;
     }

@@ -145,24 +145,32 @@ struct VarianceOf {
 };
 }  // namespace stats
 
+namespace stats {
+inline bool valid_correction(int correction) { return correction == 0 || correction == 1; }
+// The whole-array moments pass, finished by `finish` (the triple itself, a mean, a variance).
+template <class T, class O, class Finish>
+cudaError_t launch_moments(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, O* d_out,
+                           const Finish& finish, cudaStream_t stream) {
+  return generic::launch<T, generic::NoInput, Moments<double>>(d_temp, temp_bytes, d_in,
+                                                               static_cast<const generic::NoInput*>(nullptr), n, d_out,
+                                                               ToMoments{}, MeanVar{}, finish, stream);
+}
+}  // namespace stats
+
 // Enqueues *d_out = the moments of d_in[0, n) (n = 0: count 0). Two-phase contract and errors as
 // transform_reduce_async.
 template <class T>
   requires stats::statistic_input<T>
 cudaError_t moments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, Moments<double>* d_out,
                           cudaStream_t stream = 0) {
-  return generic::launch<T, generic::NoInput, Moments<double>>(d_temp, temp_bytes, d_in,
-                                                               static_cast<const generic::NoInput*>(nullptr), n, d_out,
-                                                               ToMoments{}, MeanVar{}, generic::AsIs{}, stream);
+  return stats::launch_moments(d_temp, temp_bytes, d_in, n, d_out, generic::AsIs{}, stream);
 }
 // *d_out = the mean (NaN for n = 0).
 template <class T>
   requires stats::statistic_input<T>
 cudaError_t mean_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, stat_t<T>* d_out,
                        cudaStream_t stream = 0) {
-  return generic::launch<T, generic::NoInput, Moments<double>>(d_temp, temp_bytes, d_in,
-                                                               static_cast<const generic::NoInput*>(nullptr), n, d_out,
-                                                               ToMoments{}, MeanVar{}, stats::MeanOf<stat_t<T>>{}, stream);
+  return stats::launch_moments(d_temp, temp_bytes, d_in, n, d_out, stats::MeanOf<stat_t<T>>{}, stream);
 }
 // *d_out = M2 / (n - correction), correction 0 (population) or 1 (sample, the default as in
 // torch.var); NaN where n <= correction. A correction other than 0 or 1 is cudaErrorInvalidValue.
@@ -170,20 +178,18 @@ template <class T>
   requires stats::statistic_input<T>
 cudaError_t var_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, stat_t<T>* d_out,
                       int correction = 1, cudaStream_t stream = 0) {
-  if (correction != 0 && correction != 1) return cudaErrorInvalidValue;
-  return generic::launch<T, generic::NoInput, Moments<double>>(
-      d_temp, temp_bytes, d_in, static_cast<const generic::NoInput*>(nullptr), n, d_out, ToMoments{}, MeanVar{},
-      stats::VarianceOf<stat_t<T>>{correction, false}, stream);
+  if (!stats::valid_correction(correction)) return cudaErrorInvalidValue;
+  return stats::launch_moments(d_temp, temp_bytes, d_in, n, d_out, stats::VarianceOf<stat_t<T>>{correction, false},
+                               stream);
 }
 // *d_out = the standard deviation, sqrt(var).
 template <class T>
   requires stats::statistic_input<T>
 cudaError_t std_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, stat_t<T>* d_out,
                       int correction = 1, cudaStream_t stream = 0) {
-  if (correction != 0 && correction != 1) return cudaErrorInvalidValue;
-  return generic::launch<T, generic::NoInput, Moments<double>>(
-      d_temp, temp_bytes, d_in, static_cast<const generic::NoInput*>(nullptr), n, d_out, ToMoments{}, MeanVar{},
-      stats::VarianceOf<stat_t<T>>{correction, true}, stream);
+  if (!stats::valid_correction(correction)) return cudaErrorInvalidValue;
+  return stats::launch_moments(d_temp, temp_bytes, d_in, n, d_out, stats::VarianceOf<stat_t<T>>{correction, true},
+                               stream);
 }
 
 // Blocking forms: storage allocated on `stream`, the result returned; fastreduce::Error on failure.
@@ -291,32 +297,40 @@ struct BlueRoot {
 };
 }  // namespace stats
 
+namespace stats {
+// A norm's pieces: `run(std::type_identity<R>{}, transform, op, finish)` with R the running value's
+// type, for the whole-array and the axis forms alike.
+template <class T, class Run>
+cudaError_t with_norm(Norm which, const Run& run) {
+  using O = stat_t<T>;
+  switch (which) {
+    case Norm::L1:
+      return run(std::type_identity<double>{}, AbsWide{}, Sum{}, Cast<O>{});
+    case Norm::Inf:
+      return run(std::type_identity<double>{}, AbsWide{}, MaxAbs{}, Cast<O>{});
+    case Norm::L2:
+      if constexpr (std::is_same_v<T, double>) {
+        return run(std::type_identity<Blue>{}, ToBlue{}, BlueSum{}, BlueRoot{});
+      } else {  // squares of floats, halves and 64-bit integers fit a double's range
+        return run(std::type_identity<double>{}, SquareWide{}, Sum{}, Root<O>{});
+      }
+  }
+  return cudaErrorInvalidValue;
+}
+}  // namespace stats
+
 // Enqueues *d_out = the norm of d_in[0, n) (0 for n = 0). Two-phase contract and errors as
 // transform_reduce_async; NaN anywhere gives NaN, an infinity (and no NaN) infinity.
 template <class T>
   requires stats::statistic_input<T>
 cudaError_t norm_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, std::size_t n, stat_t<T>* d_out,
                        Norm which = Norm::L2, cudaStream_t stream = 0) {
-  using O = stat_t<T>;
-  const auto* none = static_cast<const generic::NoInput*>(nullptr);
-  switch (which) {
-    case Norm::L1:
-      return generic::launch<T, generic::NoInput, double>(d_temp, temp_bytes, d_in, none, n, d_out, stats::AbsWide{},
-                                                          Sum{}, stats::Cast<O>{}, stream);
-    case Norm::Inf:
-      return generic::launch<T, generic::NoInput, double>(d_temp, temp_bytes, d_in, none, n, d_out, stats::AbsWide{},
-                                                          stats::MaxAbs{}, stats::Cast<O>{}, stream);
-    case Norm::L2:
-      if constexpr (std::is_same_v<T, double>) {
-        return generic::launch<T, generic::NoInput, stats::Blue>(d_temp, temp_bytes, d_in, none, n, d_out,
-                                                                 stats::ToBlue{}, stats::BlueSum{}, stats::BlueRoot{},
-                                                                 stream);
-      } else {  // squares of floats, halves and 64-bit integers fit a double's range
-        return generic::launch<T, generic::NoInput, double>(d_temp, temp_bytes, d_in, none, n, d_out,
-                                                            stats::SquareWide{}, Sum{}, stats::Root<O>{}, stream);
-      }
-  }
-  return cudaErrorInvalidValue;
+  return stats::with_norm<T>(which, [&](auto r, const auto& f, const auto& op, const auto& finish) {
+    using R = typename decltype(r)::type;
+    return generic::launch<T, generic::NoInput, R>(d_temp, temp_bytes, d_in,
+                                                   static_cast<const generic::NoInput*>(nullptr), n, d_out, f, op,
+                                                   finish, stream);
+  });
 }
 template <class T>
   requires stats::statistic_input<T>
@@ -399,7 +413,7 @@ template <class T>
   requires stats::statistic_input<T>
 cudaError_t var_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, stat_t<T>* d_out, const Axis& axis,
                            int correction = 1, bool root = false, cudaStream_t stream = 0) {
-  if (correction != 0 && correction != 1) return cudaErrorInvalidValue;
+  if (!stats::valid_correction(correction)) return cudaErrorInvalidValue;
   return generic::launch_axis<T, Moments<double>>(d_temp, temp_bytes, d_in, d_out, axis, ToMoments{}, MeanVar{},
                                                   stats::VarianceOf<stat_t<T>>{correction, root}, stream);
 }
@@ -416,24 +430,10 @@ template <class T>
   requires stats::statistic_input<T>
 cudaError_t norm_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, stat_t<T>* d_out, const Axis& axis,
                             Norm which = Norm::L2, cudaStream_t stream = 0) {
-  using O = stat_t<T>;
-  switch (which) {
-    case Norm::L1:
-      return generic::launch_axis<T, double>(d_temp, temp_bytes, d_in, d_out, axis, stats::AbsWide{}, Sum{},
-                                             stats::Cast<O>{}, stream);
-    case Norm::Inf:
-      return generic::launch_axis<T, double>(d_temp, temp_bytes, d_in, d_out, axis, stats::AbsWide{},
-                                             stats::MaxAbs{}, stats::Cast<O>{}, stream);
-    case Norm::L2:
-      if constexpr (std::is_same_v<T, double>) {
-        return generic::launch_axis<T, stats::Blue>(d_temp, temp_bytes, d_in, d_out, axis, stats::ToBlue{},
-                                                    stats::BlueSum{}, stats::BlueRoot{}, stream);
-      } else {
-        return generic::launch_axis<T, double>(d_temp, temp_bytes, d_in, d_out, axis, stats::SquareWide{}, Sum{},
-                                               stats::Root<O>{}, stream);
-      }
-  }
-  return cudaErrorInvalidValue;
+  return stats::with_norm<T>(which, [&](auto r, const auto& f, const auto& op, const auto& finish) {
+    using R = typename decltype(r)::type;
+    return generic::launch_axis<T, R>(d_temp, temp_bytes, d_in, d_out, axis, f, op, finish, stream);
+  });
 }
 
 }  // namespace fastreduce

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fastreduce/stats.cuh"
+#include "affine_op.hpp"
 #include "gpu_test.hpp"
 #include "quad_reference.hpp"
 
@@ -387,14 +388,6 @@ TEST(Stats, BadArguments) {
 
 namespace {
 
-// x -> a x + b over the integers mod 2^32, composed in index order (not commutative).
-struct Affine {
-  std::uint32_t a = 1, b = 0;
-};
-struct Compose {
-  __host__ __device__ Affine identity() const { return {1u, 0u}; }
-  __host__ __device__ Affine operator()(const Affine& f, const Affine& g) const { return {g.a * f.a, g.a * f.b + g.b}; }
-};
 struct ToAffine {  // depends on the element and its index along the axis
   __host__ __device__ Affine operator()(std::uint32_t v, std::size_t k) const {
     return {v | 1u, v ^ static_cast<std::uint32_t>(k * 2654435761u)};

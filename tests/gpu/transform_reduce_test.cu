@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fastreduce/reduce.cuh"
+#include "affine_op.hpp"
 #include "gpu_test.hpp"
 
 namespace fr = fastreduce;
@@ -20,14 +21,6 @@ struct Square {
   __host__ __device__ int operator()(int x) const { return x * x; }
 };
 
-// x -> a x + b over the integers mod 2^32; combining f then g gives g(f(x)): not commutative.
-struct Affine {
-  std::uint32_t a = 1, b = 0;
-};
-struct Compose {
-  __host__ __device__ Affine identity() const { return {1u, 0u}; }
-  __host__ __device__ Affine operator()(const Affine& f, const Affine& g) const { return {g.a * f.a, g.a * f.b + g.b}; }
-};
 struct ToAffine {  // element i's map from its data
   __host__ __device__ Affine operator()(const uint2& v) const { return {v.x | 1u, v.y}; }
 };
