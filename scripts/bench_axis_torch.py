@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""torch.sum / torch.amax over the shapes of `fastreduce bench-axis`, for the comparison table.
+"""torch's reductions over the shapes of `fastreduce bench-axis`, for the comparison table:
+sum, max (amax), argmax, mean, var, norm2 (linalg.vector_norm), each along the dim.
 
 Rows: x.view(total // length, length).sum(dim=1); columns: x.view(length, total // length).sum(dim=0).
 Timed like the CLI: CUDA events around batches of back-to-back calls (about 2 ms each), median
@@ -68,19 +69,25 @@ def main():
                 for axis in ("rows", "columns"):
                     for length in lengths_for(total):
                         outputs = total // length
-                        out_bytes = outputs * torch.tensor([], dtype=dtype).element_size()  # torch returns the input's dtype
+                        # torch returns the input's dtype (argmax: int64 indices)
+                        out_size = 8 if op == "argmax" else torch.tensor([], dtype=dtype).element_size()
+                        out_bytes = outputs * out_size
                         shape = (outputs, length) if axis == "rows" else (length, outputs)
                         dim = 1 if axis == "rows" else 0
                         views = [arena[s].view(shape) for s in range(slices)]
-                        if op == "sum":
-                            fn = lambda i: torch.sum(views[i % slices], dim=dim)  # noqa: E731
-                        else:
-                            fn = lambda i: torch.amax(views[i % slices], dim=dim)  # noqa: E731
+                        fn = {
+                            "sum": lambda i: torch.sum(views[i % slices], dim=dim),
+                            "max": lambda i: torch.amax(views[i % slices], dim=dim),
+                            "argmax": lambda i: torch.argmax(views[i % slices], dim=dim),
+                            "mean": lambda i: torch.mean(views[i % slices], dim=dim),
+                            "var": lambda i: torch.var(views[i % slices], dim=dim),
+                            "norm2": lambda i: torch.linalg.vector_norm(views[i % slices], dim=dim),
+                        }[op]
                         us = time_call(fn, slices, args.repetitions)
                         row = {"framework": "torch", "type": type_name, "op": op, "axis": axis, "total": total,
                                "length": length, "us": us, "gbps": (in_bytes + out_bytes) / (us * 1e-6) / 1e9}
                         rows.append(row)
-                        if cp is not None:
+                        if cp is not None and op in ("sum", "max"):
                             cviews = [cp.asarray(v) for v in views]
                             cfn = (lambda i: cp.sum(cviews[i % slices], axis=dim)) if op == "sum" else \
                                 (lambda i: cp.max(cviews[i % slices], axis=dim))

@@ -8,6 +8,9 @@
 # Logs go under $OUT (or ./gpu-check-logs). Pick stages by name; default: all of them.
 #   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench ops axis gpus accuracy
 #   scripts/gpu-check.sh build test
+#   scripts/gpu-check.sh build tier3          # the GPU tier three times, fresh seeds each time
+#   scripts/gpu-check.sh build axisops        # bench-axis of every op of the family against Sum (and torch)
+#   BASE_DIR=../old scripts/gpu-check.sh build compare  # the old tree's binary against this one, same benches
 #   ARCHS="80 80;90" scripts/gpu-check.sh arch
 #   CMAKE_ARGS=-DFASTREDUCE_NCCL_ROOT=/path/to/nccl scripts/gpu-check.sh build test gpus
 set -uo pipefail
@@ -57,6 +60,13 @@ if want test; then
   summary+=("cpu tests: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/cpu_tests.log" | tr '\n' ' ') rc=$rc")
   [ $rc -ne 0 ] && status=1
   gpu_tier "$BIN" sm90
+fi
+if want tier3; then
+  # A test that fails one run in three is a failing test: three runs, each drawing fresh seeds.
+  for run in 1 2 3; do
+    step "GPU tier, run $run of 3"
+    gpu_tier "$BIN" "run$run"
+  done
 fi
 if want sanitize; then
   # SharedGpu.* times a reduction against a kernel that holds SMs: the tools serialise kernels.
@@ -141,6 +151,37 @@ if want axis; then
     python3 scripts/bench_axis_torch.py --out "$OUT/bench_axis_torch.json" > "$OUT/bench_axis_torch.log" 2>&1 || status=1
   fi
   summary+=("axis bench: $(grep -c '"path"' "$OUT/bench_axis.json") shapes timed")
+fi
+if want axisops; then
+  # Every op of the family over the bench-axis shapes, each row against Sum on the same shape.
+  step "axis bench of the family's ops"
+  "$BIN/fastreduce" bench-axis --ops ${AXIS_OPS:-sum,argmax,mean,var,norm1,norm2,dot,sumsq} --types float \
+    --format json ${AXIS_ARGS:-} > "$OUT/bench_axis_ops.json" 2>"$OUT/bench_axis_ops.err" || status=1
+  if python3 -c "import torch" 2>/dev/null; then
+    python3 scripts/bench_axis_torch.py --ops sum,argmax,var,norm2 --types float \
+      --out "$OUT/bench_axis_ops_torch.json" > "$OUT/bench_axis_ops_torch.log" 2>&1 || status=1
+  fi
+  summary+=("axis ops bench: $(grep -c '"path"' "$OUT/bench_axis_ops.json") rows")
+fi
+if want compare; then
+  # The old tree (BASE_DIR) built beside this one, the same benches run by both binaries back to
+  # back in this call; scripts/compare_runs.py reads each row against its same-process peer.
+  step "old ($BASE_DIR) against new"
+  if [ -z "${BASE_DIR:-}" ]; then echo "compare: set BASE_DIR to the old source tree"; exit 2; fi
+  [ -x build-base/fastreduce ] || (cd "$BASE_DIR" && cmake -S . -B "$OLDPWD/build-base" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DFASTREDUCE_BUILD_TESTS=OFF > "$OUT/configure_base.log" 2>&1 && cmake --build "$OLDPWD/build-base" -j "$(nproc)" \
+      --target fastreduce_cli > "$OUT/build_base.log" 2>&1) || { tail -20 "$OUT/build_base.log"; exit 1; }
+  for side in old new; do
+    bin=$BIN/fastreduce; [ $side = old ] && bin=build-base/fastreduce
+    "$bin" bench --modes fast,reproducible --format json ${COMPARE_BENCH_ARGS:-} > "$OUT/compare_bench_$side.json" 2>>"$OUT/compare.err" || status=1
+    "$bin" bench-axis --format json ${COMPARE_AXIS_ARGS:-} > "$OUT/compare_axis_$side.json" 2>>"$OUT/compare.err" || status=1
+    "$bin" bench --ops argmax,var,norm2,dot --sizes 2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28 --format json \
+      > "$OUT/compare_ops_$side.json" 2>>"$OUT/compare.err" || status=1
+  done
+  for what in bench axis ops; do
+    echo "-- $what"
+    python3 scripts/compare_runs.py "$OUT/compare_${what}_old.json" "$OUT/compare_${what}_new.json" | tail -30 || status=1
+  done
 fi
 if want gpus; then
   # The multi-GPU sum through NCCL, one rank per GPU, on 1 and every GPU count up to the machine's.

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <type_traits>
@@ -133,9 +134,124 @@ struct BitXor {
   __host__ __device__ constexpr T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
 };
 
+// ---------------------------------------------------------------------------------------------
+// Arg-extremes: the value and the index of the maximum (minimum) element. The first index wins
+// on ties; NaN counts as the extreme and the first NaN's index is returned, as NumPy and
+// PyTorch do. Indices are 64-bit: right beyond 2^32 elements. Along an axis or in a segment, the
+// index is the position within the row or segment.
+
+template <class V>
+struct Indexed {
+  V value;
+  std::int64_t index;
+};
+
+namespace detail {
+template <class V>
+__host__ __device__ constexpr bool nan_value(const V& v) {
+  if constexpr (std::is_integral_v<V>) return false;
+  else return !(v == v);
+}
+// Does b replace a as the extreme? NaN first, then the greater (Greater) or smaller value, then the lower index.
+template <class V, bool Greater>
+__host__ __device__ constexpr bool wins(const Indexed<V>& b, const Indexed<V>& a) {
+  const bool an = nan_value(a.value), bn = nan_value(b.value);
+  if (an || bn) return bn && (!an || b.index < a.index);
+  if (Greater ? b.value > a.value : b.value < a.value) return true;
+  return b.value == a.value && b.index < a.index;
+}
+}  // namespace detail
+
+struct ArgMax {
+  static constexpr const char* name = "argmax";
+  static constexpr bool commutative = true;  // ties go to the lower index, whatever the order
+  template <class R>  // R = Indexed<V>; the identity loses to every element (index past any)
+  __host__ __device__ static constexpr R identity() {
+    using V = decltype(R::value);
+    if constexpr (std::is_floating_point_v<V>) return {-detail::infinity<V>(), INT64_MAX};
+    else return {detail::lowest_value<V>(), INT64_MAX};
+  }
+  template <class V>
+  __host__ __device__ constexpr Indexed<V> operator()(const Indexed<V>& a, const Indexed<V>& b) const {
+    return detail::wins<V, true>(b, a) ? b : a;
+  }
+};
+
+struct ArgMin {
+  static constexpr const char* name = "argmin";
+  static constexpr bool commutative = true;
+  template <class R>
+  __host__ __device__ static constexpr R identity() {
+    using V = decltype(R::value);
+    if constexpr (std::is_floating_point_v<V>) return {detail::infinity<V>(), INT64_MAX};
+    else return {detail::max_value<V>(), INT64_MAX};
+  }
+  template <class V>
+  __host__ __device__ constexpr Indexed<V> operator()(const Indexed<V>& a, const Indexed<V>& b) const {
+    return detail::wins<V, false>(b, a) ? b : a;
+  }
+};
+
+template <class Op>
+inline constexpr bool is_arg_op_v = std::is_same_v<Op, ArgMax> || std::is_same_v<Op, ArgMin>;
+
+// ---------------------------------------------------------------------------------------------
+// Moments: count, mean = shift + offset, and M2 (the sum of squared deviations from the mean).
+template <class A>
+struct Moments {
+  std::int64_t count;
+  A shift;
+  A offset;
+  A m2;
+  __host__ __device__ A mean() const { return count > 0 ? shift + offset : A(NAN); }
+  // M2 / (count - correction); NaN where count <= correction (as torch).
+  __host__ __device__ A variance(int correction = 1) const {
+    return count > correction ? m2 / static_cast<A>(count - correction) : A(NAN);
+  }
+};
+
+// The moments op: Chan's merge of two triples (commutative up to rounding; the left operand's
+// shift is kept). Through the reduce family it gives the moments of the elements.
+struct MeanVar {
+  static constexpr const char* name = "meanvar";
+  static constexpr bool commutative = true;
+  template <class R>
+  __host__ __device__ static R identity() { return R{0, 0, 0, 0}; }
+  template <class A>
+  __host__ __device__ Moments<A> operator()(const Moments<A>& a, const Moments<A>& b) const {
+    if (b.count == 0) return a;
+    if (a.count == 0) return b;
+    const std::int64_t n = a.count + b.count;
+    if (!(a.offset - a.offset == A(0) && b.offset - b.offset == A(0))) {  // an infinity or NaN: M2 NaN
+      return {n, a.shift, a.offset + b.offset, A(NAN)};
+    }
+    // mean_b - mean_a: the shifts' difference is exact for nearby shifts (Sterbenz).
+    const A d = (b.shift - a.shift) + (b.offset - a.offset);
+    const A wb = static_cast<A>(b.count) / static_cast<A>(n);
+    return {n, a.shift, a.offset + d * wb, a.m2 + b.m2 + d * d * static_cast<A>(a.count) * wb};
+  }
+};
+
 template <class Op>
 inline constexpr bool is_bitwise_v =
     std::is_same_v<Op, BitAnd> || std::is_same_v<Op, BitOr> || std::is_same_v<Op, BitXor>;
+
+// An op's identity for values of type R: a static member template `identity<R>()` (the built-in
+// ops) or a member function `identity()` (users' ops may keep state).
+template <class Op, class R>
+concept static_identity = requires { { Op::template identity<R>() } -> std::convertible_to<R>; };
+template <class Op, class R>
+concept member_identity = requires(const Op& op) { { op.identity() } -> std::convertible_to<R>; };
+template <class Op, class R>
+concept has_identity = static_identity<Op, R> || member_identity<Op, R>;
+
+namespace detail {
+template <class R, class Op>
+__host__ __device__ R identity_of(const Op& op) {
+  if constexpr (static_identity<Op, R>) return Op::template identity<R>();
+  else return static_cast<R>(op.identity());
+}
+}  // namespace detail
 
 // An op applies to an accumulator type when it is arithmetic, and integral for bitwise ops.
 template <class A, class Op>

@@ -134,8 +134,12 @@ std::optional<std::string> validate(const BenchAxisOptions& o) {
   for (const auto& t : o.types) {
     if (t != "float" && t != "bfloat16") return "--types: '" + t + "' is not one of float, bfloat16";
   }
+  static constexpr std::string_view kAxisOps[] = {"sum",   "max",  "argmax", "argmin",  "mean", "var",
+                                                  "std",   "norm1", "norm2", "norminf", "dot",  "sumsq"};
   for (const auto& op : o.ops) {
-    if (op != "sum" && op != "max") return "--ops: '" + op + "' is not one of sum, max";
+    if (!contains(kAxisOps, op)) {
+      return "--ops: '" + op + "' is not one of sum, max, argmax, argmin, mean, var, std, norm1, norm2, norminf, dot, sumsq";
+    }
   }
   for (const auto& a : o.axes) {
     if (a != "rows" && a != "columns" && a != "segments") return "--axes: '" + a + "' is not one of rows, columns, segments";
@@ -237,7 +241,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   std::vector<std::string> total_texts, length_texts;
   auto* axis_cmd = app.add_subcommand("bench-axis", "axis and segmented reductions: fastreduce vs CUB segmented reduce, same data, same run");
   axis_cmd->add_option("--types", xo.types, "float,bfloat16")->delimiter(',')->capture_default_str();
-  axis_cmd->add_option("--ops", xo.ops, "sum,max")->delimiter(',')->capture_default_str();
+  axis_cmd->add_option("--ops", xo.ops,
+                       "sum,max (also argmax, argmin, mean, var, std, norm1, norm2, norminf, dot, sumsq: each row "
+                       "against sum on the same shape)")
+      ->delimiter(',')
+      ->capture_default_str();
   axis_cmd->add_option("--totals", total_texts, "elements per shape (default 2^24,2^28)")->delimiter(',');
   axis_cmd->add_option("--lengths", length_texts, "lengths of the reduced axis (default 1,4,...,4096,2^16,...,2^28)")
       ->delimiter(',');

@@ -1,4 +1,4 @@
-#include "engine/axis_plan.hpp"
+#include "fastreduce/detail/axis_plan.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -77,6 +77,7 @@ const char* axis_path_name(AxisPath path) {
     case AxisPath::Strided: return "strided";
     case AxisPath::ReproRows: return "repro-rows";
     case AxisPath::ReproColumns: return "repro-columns";
+    case AxisPath::Ordered: return "ordered";
   }
   return "?";
 }
@@ -111,7 +112,8 @@ const char* resolve_axis(const Axis& axis, AxisLayout& layout) {
   return nullptr;
 }
 
-AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms) {
+AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
+                          bool tile_ok) {
   const std::size_t outputs = layout.outputs();
   if (outputs == 0) return AxisPath::Nothing;
   if (layout.length == 0) return AxisPath::Identity;
@@ -121,7 +123,7 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   const std::size_t row_bytes = layout.length * elem_size;
   const bool contiguous_rows = layout.inner == 1 && rows_contiguous &&
                                (layout.outer == 1 || layout.outer_stride == std::int64_t(layout.length));
-  if (contiguous_rows && row_bytes <= kAxisPolicy.tile_row_max_bytes) return AxisPath::RowsTile;
+  if (tile_ok && contiguous_rows && row_bytes <= kAxisPolicy.tile_row_max_bytes) return AxisPath::RowsTile;
   if (layout.length_stride == 1) {
     const bool enough_rows = outputs >= std::size_t(std::max(sms, 1)) * kAxisWarps;
     return row_bytes <= kAxisPolicy.warp_row_max_bytes && enough_rows ? AxisPath::RowsWarp : AxisPath::RowsBlock;
@@ -131,6 +133,7 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
 }
 
 bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool in_aligned) {
+  if (elem_size > 8 || 16 % elem_size != 0) return false;
   const std::size_t v = 16 / elem_size;
   if (!in_aligned || (layout.inner_stride != 1 && layout.inner > 1)) return false;
   if (layout.inner % v != 0) return false;
@@ -145,10 +148,11 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
   plan.path = path;
   const std::size_t outputs = layout.outputs();
   const std::size_t resident = resident_blocks(sms, blocks_per_sm, max_blocks);
-  const std::size_t v = 16 / elem_size;
+  const std::size_t v = std::max<std::size_t>(1, 16 / elem_size);  // elements a 16-byte vector (1: larger elements)
   switch (path) {
     case AxisPath::Nothing:
     case AxisPath::Flat:
+    case AxisPath::Ordered:  // plan_ordered_axis
       break;
     case AxisPath::Identity:
       plan.items = outputs;
@@ -230,6 +234,24 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
     }
   }
   plan.temp_bytes = std::max<std::size_t>(plan.temp_bytes, 16);
+  return plan;
+}
+
+unsigned ordered_group(std::size_t outputs, std::size_t length, bool inner_contiguous) {
+  if (inner_contiguous && outputs >= 8192) return 1;
+  if (length >= 8192 && outputs <= 4096) return kOrderedThreads;
+  return 32;
+}
+
+AxisPlan plan_ordered_axis(std::size_t outputs, std::size_t length, bool inner_contiguous, int sms, int blocks_per_sm,
+                           unsigned max_blocks) {
+  AxisPlan plan{};
+  plan.path = AxisPath::Ordered;
+  plan.group = ordered_group(outputs, length, inner_contiguous);
+  plan.items = outputs;
+  const std::size_t per_block = kOrderedThreads / plan.group;
+  plan.grid = static_cast<unsigned>(
+      std::clamp<std::size_t>(ceil_div(outputs, per_block), 1, resident_blocks(sms, blocks_per_sm, max_blocks)));
   return plan;
 }
 

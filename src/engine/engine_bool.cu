@@ -1,5 +1,5 @@
 // The engine's entry points for bool inputs (one translation unit per type).
-#include "engine/axis_dispatch.cuh"
+#include "fastreduce/detail/axis_dispatch.cuh"
 
 using namespace fastreduce;
 

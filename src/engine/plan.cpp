@@ -1,8 +1,8 @@
-#include "engine/plan.hpp"
+#include "fastreduce/detail/plan.hpp"
 
 #include <algorithm>
 
-#include "primitives/device_pointer.hpp"
+#include "fastreduce/detail/device_pointer.hpp"
 
 namespace fastreduce::engine {
 
@@ -29,6 +29,7 @@ const char* path_name(Path path) {
     case Path::Large: return "large";
     case Path::Bulk: return "bulk";
     case Path::Reproducible: return "reproducible";
+    case Path::Ordered: return "ordered";
   }
   return "?";
 }
@@ -43,14 +44,16 @@ Path select_fast_path(std::size_t bytes, std::size_t elem_size, const ArchPolicy
 }
 
 FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
-                   const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks) {
-  const std::size_t per_vector = 16 / elem_size;
+                   const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks, unsigned vec_elems,
+                   std::size_t read_per_element) {
+  const std::size_t per_vector = vec_elems != 0 ? vec_elems : std::max<std::size_t>(1, 16 / elem_size);
+  const std::size_t read = read_per_element != 0 ? read_per_element : elem_size;
   FastPlan plan{};
-  plan.head = head_elements(n, elem_size, address);
+  plan.head = per_vector == 1 ? 0 : head_elements(n, elem_size, address);
   plan.vectors = (n - plan.head) / per_vector;
-  // The grid follows n, not the address, so the size query needs no pointer.
-  // (vectors_per_block = 0: one block, whatever n is.)
-  const std::size_t wanted = policy.vectors_per_block == 0 ? 1 : ceil_div(n / per_vector, policy.vectors_per_block);
+  // The grid follows the bytes read, not the address or the vector width, so the size query needs
+  // no pointer. (vectors_per_block = 0: one block, whatever n is.)
+  const std::size_t wanted = policy.vectors_per_block == 0 ? 1 : ceil_div(n * read / 16, policy.vectors_per_block);
   plan.grid = static_cast<unsigned>(
       std::clamp<std::size_t>(wanted, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
   plan.share = ceil_div(ceil_div(plan.vectors, plan.grid), policy.threads) * policy.threads;
@@ -83,6 +86,19 @@ ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned 
   plan.grid = static_cast<unsigned>(
       std::clamp<std::size_t>(wanted, 1, resident_capacity(sms, blocks_per_sm, max_blocks)));
   plan.temp_bytes = std::size_t(plan.grid) * block_words * sizeof(std::uint64_t);
+  return plan;
+}
+
+OrderedPlan plan_ordered(std::size_t n, unsigned vec_elems, std::size_t partial_size, int sms, int blocks_per_sm,
+                         unsigned max_blocks) {
+  const std::size_t resident = resident_capacity(sms, blocks_per_sm, max_blocks);
+  const std::size_t tile = std::size_t(kOrderedThreads) * kOrderedRound * std::max(vec_elems, 1u);
+  const std::size_t tiles = ceil_div(n, tile);
+  const std::size_t grid = std::clamp<std::size_t>(std::min(resident, (tiles + 1) / 2), 1, resident);
+  OrderedPlan plan{};
+  plan.per_block = std::max<std::size_t>(ceil_div(tiles, grid), 1);
+  plan.grid = static_cast<unsigned>(std::max<std::size_t>(ceil_div(tiles, plan.per_block), 1));
+  plan.temp_bytes = std::max<std::size_t>(16, std::size_t(resident) * partial_size);
   return plan;
 }
 

@@ -1,4 +1,4 @@
-#include "engine/segments_scan.hpp"
+#include "fastreduce/detail/segments_scan.hpp"
 
 #include <cub/device/device_scan.cuh>
 

@@ -1,9 +1,10 @@
 // Cached temporary storage of the blocking API, one buffer per (device, stream).
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
 
-#include "engine/temp_cache.hpp"
+#include "fastreduce/detail/temp_cache.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::engine {
@@ -25,7 +26,7 @@ std::map<std::pair<int, cudaStream_t>, Buffer>& registry() {
 }
 }  // namespace
 
-cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, CachedTemp& out) {
+cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, std::size_t result_bytes, CachedTemp& out) {
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   Buffer* buffer = nullptr;
@@ -34,7 +35,7 @@ cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, CachedTe
     buffer = &registry()[{device, stream}];  // map nodes never move
   }
   std::unique_lock<std::mutex> lock(buffer->mutex);
-  constexpr std::size_t kSlot = 16;
+  const std::size_t kSlot = std::max<std::size_t>(16, (result_bytes + 15) / 16 * 16);
   if (buffer->bytes < kSlot + bytes) {
     if (buffer->data != nullptr) {
       // The previous call on this stream has finished (reduce() synchronises), so it can go.

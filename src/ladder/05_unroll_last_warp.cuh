@@ -7,7 +7,7 @@
 
 #include "fastreduce/ops.cuh"
 #include "ladder/04_first_add_during_load.cuh"
-#include "primitives/warp_reduce.cuh"
+#include "fastreduce/detail/warp_reduce.cuh"
 
 namespace fastreduce::ladder {
 

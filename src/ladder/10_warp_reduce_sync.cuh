@@ -8,7 +8,7 @@
 
 #include "fastreduce/ops.cuh"
 #include "ladder/09_warp_shuffle.cuh"
-#include "primitives/warp_reduce.cuh"
+#include "fastreduce/detail/warp_reduce.cuh"
 
 namespace fastreduce::ladder {
 

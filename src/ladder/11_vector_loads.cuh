@@ -12,7 +12,7 @@
 
 #include "fastreduce/ops.cuh"
 #include "ladder/10_warp_reduce_sync.cuh"
-#include "primitives/vector.cuh"
+#include "fastreduce/detail/vector.cuh"
 
 namespace fastreduce::ladder {
 

@@ -25,7 +25,7 @@
 #include "ladder/13t_bulk_copy_ring.cuh"
 #include "ladder/14_tensor_core_sum.cuh"
 #include "fastreduce/ladder.hpp"
-#include "primitives/device_pointer.hpp"
+#include "fastreduce/detail/device_pointer.hpp"
 
 namespace fastreduce::ladder {
 

@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "ladder/11_vector_loads.cuh"
-#include "primitives/device_pointer.hpp"
+#include "fastreduce/detail/device_pointer.hpp"
 
 namespace fastreduce::ladder {
 

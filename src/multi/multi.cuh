@@ -28,13 +28,13 @@
 #include <string>
 #include <type_traits>
 
-#include "engine/axis_plan.hpp"
-#include "engine/launch.cuh"
-#include "engine/plan.hpp"
-#include "engine/repro_path.cuh"
-#include "engine/repro_pieces.hpp"
+#include "fastreduce/detail/axis_plan.hpp"
+#include "fastreduce/detail/launch.cuh"
+#include "fastreduce/detail/plan.hpp"
+#include "fastreduce/detail/repro_path.cuh"
+#include "fastreduce/detail/repro_pieces.hpp"
 #include "fastreduce/nccl.cuh"
-#include "primitives/exact_sum.cuh"
+#include "fastreduce/detail/exact_sum.cuh"
 
 namespace fastreduce::multi {
 

@@ -1,7 +1,7 @@
 // Planning of axis and segmented reductions (host arithmetic).
 #include <gtest/gtest.h>
 
-#include "engine/axis_plan.hpp"
+#include "fastreduce/detail/axis_plan.hpp"
 
 namespace fr = fastreduce;
 namespace eng = fastreduce::engine;
@@ -117,4 +117,22 @@ TEST(AxisPlan, SegmentsTemporaryStorage) {
   EXPECT_GE(p.temp_bytes, p.slots_offset + 2u * 132u * 8u * 8u * 4u);
   EXPECT_EQ(p.slots_offset % 16, 0u);
   EXPECT_EQ(eng::plan_segments(1000, 4, 1234, 132, 8, 7).grid, 7u);
+}
+
+TEST(AxisPlan, OrderedGroups) {
+  EXPECT_EQ(eng::ordered_group(100000, 64, true), 1u);          // a thread per output of adjacent outputs
+  EXPECT_EQ(eng::ordered_group(100, 100000, false), eng::kOrderedThreads);  // few long rows: a block each
+  EXPECT_EQ(eng::ordered_group(100000, 64, false), 32u);
+  const auto p = eng::plan_ordered_axis(1000, 100000, false, 132, 4, 0);
+  EXPECT_EQ(p.path, eng::AxisPath::Ordered);
+  EXPECT_EQ(p.group, eng::kOrderedThreads);
+  EXPECT_EQ(p.grid, 528u);
+  EXPECT_EQ(eng::plan_ordered_axis(1000, 100000, false, 132, 4, 9).grid, 9u);
+}
+
+// RowsTile only where the reduction can stage its input in 16-byte vectors.
+TEST(AxisPlan, TileOnlyWhereTheReductionStagesVectors) {
+  const auto l = resolved({.outer = 100000, .length = 16});
+  EXPECT_EQ(eng::choose_axis_path(l, 4, false, 132, true), eng::AxisPath::RowsTile);
+  EXPECT_EQ(eng::choose_axis_path(l, 4, false, 132, false), eng::AxisPath::RowsWarp);
 }

@@ -1,7 +1,7 @@
 // The engine's launch planning and argument checks (no device needed for null pointers).
 #include <gtest/gtest.h>
 
-#include "engine/plan.hpp"
+#include "fastreduce/detail/plan.hpp"
 
 namespace eng = fastreduce::engine;
 
@@ -151,4 +151,39 @@ TEST(EngineArguments, NullPointersAndSmallTempAreRejectedInOrder) {
   const auto temp = eng::validate_arguments(dummy, dummy, reinterpret_cast<char*>(dummy) + 8, 4, 4, 4, 64, 64);
   EXPECT_EQ(temp.code, cudaErrorMisalignedAddress);
   EXPECT_NE(std::string(temp.message).find("d_temp"), std::string::npos);
+}
+
+// Single elements (a type that does not fill a 16-byte vector, or two inputs lying differently
+// from a 16-byte boundary): no head, every element a vector of one; the grid still follows the
+// bytes read, so it is the same at any alignment.
+TEST(EnginePlan, SingleElementsAndTwoInputs) {
+  const auto one = eng::plan_fast(1003, 4, 0x1004, 8, eng::kSmall, 132, 8, 0, 1);
+  EXPECT_EQ(one.head, 0u);
+  EXPECT_EQ(one.vectors, 1003u);
+  const std::size_t n = std::size_t(1) << 20;  // below the resident capacity
+  const auto vec = eng::plan_fast(n, 4, 0x1000, 8, eng::kLarge, 132, 8, 0, 4, 8);
+  const auto scalar = eng::plan_fast(n, 4, 0x1004, 8, eng::kLarge, 132, 8, 0, 1, 8);
+  EXPECT_EQ(vec.grid, scalar.grid);
+  // Two inputs read twice the bytes: twice the blocks of one input of the same n.
+  EXPECT_EQ(vec.grid, 2 * eng::plan_fast(n, 4, 0x1000, 8, eng::kLarge, 132, 8, 0).grid);
+  // A 24-byte element: one a vector.
+  const auto wide = eng::plan_fast(1000, 24, 0x1008, 24, eng::kSmall, 132, 8, 0);
+  EXPECT_EQ(wide.head, 0u);
+  EXPECT_EQ(wide.vectors, 1000u);
+}
+
+// The ordered path: at least two tiles a block where there are enough, never more blocks than
+// are resident, storage for every resident block whatever the alignment.
+TEST(EnginePlan, OrderedTiles) {
+  const std::size_t tile = std::size_t(eng::kOrderedThreads) * eng::kOrderedRound * 4;
+  const auto few = eng::plan_ordered(3 * tile, 4, 8, 132, 2, 0);  // 3 tiles: 2 + 1
+  EXPECT_EQ(few.grid, 2u);
+  EXPECT_EQ(few.per_block, 2u);
+  EXPECT_EQ(eng::plan_ordered(2 * tile, 4, 8, 132, 2, 0).grid, 1u);
+  const auto many = eng::plan_ordered(10000 * tile + 1, 4, 8, 132, 2, 0);
+  EXPECT_EQ(many.grid, 264u);
+  EXPECT_GE(std::size_t(many.grid) * many.per_block, 10001u);
+  EXPECT_EQ(many.temp_bytes, 264u * 8u);
+  EXPECT_EQ(eng::plan_ordered(0, 1, 8, 132, 2, 0).grid, 1u);
+  EXPECT_EQ(eng::plan_ordered(10000 * tile, 4, 8, 132, 2, 5).grid, 5u);
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/axis_plan.hpp"
+#include "fastreduce/detail/axis_plan.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
 #include "reference.hpp"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "primitives/exact_sum.cuh"
+#include "fastreduce/detail/exact_sum.cuh"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
 #include "reference.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "baselines.hpp"
-#include "engine/policy.hpp"
+#include "fastreduce/detail/policy.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "gpu_test.hpp"
 #include "reference.hpp"

@@ -15,7 +15,7 @@
 
 #include "data.hpp"
 #include "device_memory.hpp"
-#include "engine/describe.hpp"
+#include "fastreduce/detail/describe.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::testing {

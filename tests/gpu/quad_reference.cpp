@@ -17,6 +17,12 @@ QuadMoments quad_moments(const double* x, std::size_t n) {
   return {static_cast<double>(mean), static_cast<double>(m2)};
 }
 
+double quad_norm1(const double* x, std::size_t n) {
+  __float128 sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += x[i] < 0 ? -static_cast<__float128>(x[i]) : static_cast<__float128>(x[i]);
+  return static_cast<double>(sum);
+}
+
 double quad_norm2(const double* x, std::size_t n) {
   // Quad's exponent range holds the square of every double, subnormals and the largest included.
   __float128 sum = 0;

@@ -11,7 +11,8 @@ struct QuadMoments {
   double m2;    // the sum of squared deviations from the exact-to-quad mean, rounded once
 };
 QuadMoments quad_moments(const double* x, std::size_t n);
-// sqrt(sum x^2) and sum x y, each rounded once from quad.
+// sum |x|, sqrt(sum x^2) and sum x y, each rounded once from quad.
+double quad_norm1(const double* x, std::size_t n);
 double quad_norm2(const double* x, std::size_t n);
 double quad_dot(const double* x, const double* y, std::size_t n);
 

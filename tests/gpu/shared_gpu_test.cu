@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fastreduce/fastreduce.cuh"
+#include "fastreduce/stats.cuh"
 #include "gpu_test.hpp"
 #include "reference.hpp"
 #include "sm_holder.hpp"
@@ -33,6 +37,29 @@ struct Case {
   std::size_t n;
   fr::Mode mode;
 };
+
+// `enqueue` launched on `stream` while `held` SMs are held: whether it finished within a second
+// (status), how long it took, and whether the holder was still holding then.
+struct HeldRun {
+  cudaError_t status;
+  double ms;
+  bool still_holding;
+};
+HeldRun run_while_held(unsigned held, cudaStream_t stream, const std::function<cudaError_t()>& enqueue) {
+  SmHolder holder(held);
+  EXPECT_TRUE(holder.ok()) << "could not hold " << held << " SMs";
+  const auto start = std::chrono::steady_clock::now();
+  cudaError_t status = enqueue();
+  if (status == cudaSuccess) status = cudaErrorNotReady;
+  while (status == cudaErrorNotReady && std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
+    status = cudaStreamQuery(stream);
+    std::this_thread::yield();
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const bool still_holding = holder.holding();
+  holder.release();
+  return {status, ms, still_holding};
+}
 
 // Every size class of both modes. Each reduction runs once first (lazy module loading blocks a
 // kernel's first launch while another kernel runs, CUB's too), then again while `held` SMs are
@@ -69,21 +96,12 @@ void reduce_while_held(unsigned held) {
               cudaSuccess);  // warm-up: modules loaded
     CUDA_OK(cudaStreamSynchronize(stream));
     out.poison();
-    SmHolder holder(held);
-    ASSERT_TRUE(holder.ok()) << "could not hold " << held << " SMs";
-    const auto start = std::chrono::steady_clock::now();
-    ASSERT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), c.n, fr::Sum{}, stream, opt)),
-              cudaSuccess);
-    cudaError_t status = cudaErrorNotReady;
-    while ((status = cudaStreamQuery(stream)) == cudaErrorNotReady &&
-           std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
-      std::this_thread::yield();
-    }
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const bool still_holding = holder.holding();
-    holder.release();
-    EXPECT_EQ(status, cudaSuccess) << what << ": not finished after " << ms << " ms";
-    EXPECT_TRUE(still_holding) << what << ": the holder let go before the reduction finished";
+    const HeldRun run = run_while_held(held, stream, [&] {
+      return fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), c.n, fr::Sum{}, stream, opt);
+    });
+    const double ms = run.ms;
+    EXPECT_EQ(run.status, cudaSuccess) << what << ": not finished after " << ms << " ms";
+    EXPECT_TRUE(run.still_holding) << what << ": the holder let go before the reduction finished";
     CUDA_OK(cudaStreamSynchronize(stream));
     EXPECT_EQ(static_cast<long double>(read_back(out.get())), fr::reference::compensated_sum(host.data(), c.n)) << what;
     std::printf("  %s: finished in %.3f ms\n", what.c_str(), ms);
@@ -91,7 +109,119 @@ void reduce_while_held(unsigned held) {
   CUDA_OK(cudaStreamDestroy(stream));
 }
 
+// One enqueue of a reduction into `out` (two-phase: temp null sets bytes).
+using Enqueue = std::function<cudaError_t(void* temp, std::size_t& bytes, cudaStream_t stream)>;
+
+// The reduction runs once alone (its result kept), then while `held` SMs are held: it must finish
+// within a second, the holder still holding, with the same bytes.
+void finishes_while_held(unsigned held, const std::string& what, const Enqueue& enqueue, void* out, std::size_t out_bytes) {
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::size_t bytes = 0;
+  ASSERT_EQ(enqueue(nullptr, bytes, stream), cudaSuccess) << what;
+  DeviceBuffer<char> temp(bytes);
+  // Both runs write over the same poison (a result's padding bytes, as an arg-extreme's, stay).
+  CUDA_OK(cudaMemset(out, 0xA5, out_bytes));
+  CUDA_OK(cudaDeviceSynchronize());
+  ASSERT_EQ(enqueue(temp.get(), bytes, stream), cudaSuccess) << what;  // warm-up: modules loaded
+  CUDA_OK(cudaStreamSynchronize(stream));
+  std::vector<char> alone(out_bytes), shared(out_bytes);
+  CUDA_OK(cudaMemcpy(alone.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemset(out, 0xA5, out_bytes));
+  CUDA_OK(cudaDeviceSynchronize());
+  const HeldRun run = run_while_held(held, stream, [&] { return enqueue(temp.get(), bytes, stream); });
+  const double ms = run.ms;
+  EXPECT_EQ(run.status, cudaSuccess) << what << ": not finished after " << ms << " ms";
+  EXPECT_TRUE(run.still_holding) << what << ": the holder let go before the reduction finished";
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaMemcpy(shared.data(), out, out_bytes, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::memcmp(alone.data(), shared.data(), out_bytes), 0) << what << ": another result while SMs were held";
+  std::printf("  %s, %u SMs held: finished in %.3f ms\n", what.c_str(), held, ms);
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+struct SumOfSquares {  // a user's transform
+  __host__ __device__ float operator()(float x) const { return x * x; }
+};
+
+// The axis and segment paths, the header-only ops and a user's transform, while SMs are held.
+void every_shape_while_held(unsigned held) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = std::size_t(1) << 24;
+  DeviceBuffer<float> in(n), in2(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(in2.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  DeviceBuffer<char> out(std::size_t(1) << 24);
+  auto* f = reinterpret_cast<float*>(out.get());
+  const struct {
+    const char* name;
+    fr::Axis axis;
+  } axes[] = {
+      {"rows of 16 (tile)", {.outer = n / 16, .length = 16}},
+      {"rows of 1024 (a warp each)", {.outer = n / 1024, .length = 1024}},
+      {"4 rows of 2^22 (pieces)", {.outer = 4, .length = n / 4}},
+      {"16 columns (pieces)", {.length = n / 16, .inner = 16}},
+      {"4096 columns", {.length = 4096, .inner = 4096}},
+      {"strided", {.outer = 64, .length = 4096, .inner = 32, .inner_stride = 2}},
+  };
+  for (const auto& a : axes) {
+    const std::size_t outputs = a.axis.outer * a.axis.inner;
+    finishes_while_held(held, std::string("sum along ") + a.name,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_axis_async(t, b, in.get(), f, a.axis, fr::Sum{}, s);
+                        }, f, outputs * sizeof(float));
+    finishes_while_held(held, std::string("var along ") + a.name,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_axis_async(t, b, in.get(), f, a.axis, fr::Var{}, s);
+                        }, f, outputs * sizeof(float));
+    finishes_while_held(held, std::string("argmax along ") + a.name,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_axis_async(t, b, in.get(), reinterpret_cast<fr::Indexed<float>*>(out.get()),
+                                                       a.axis, fr::ArgMax{}, s);
+                        }, out.get(), outputs * sizeof(fr::Indexed<float>));
+  }
+  // Power-law-like segments: many short, a few long.
+  std::vector<std::int64_t> offsets{0};
+  for (std::size_t s = 0; offsets.back() < std::int64_t(n); ++s) {
+    offsets.push_back(std::min<std::int64_t>(std::int64_t(n), offsets.back() + (s % 97 == 0 ? 1 << 20 : std::int64_t(s % 300))));
+  }
+  DeviceBuffer<std::int64_t> d_offsets(offsets.size());
+  CUDA_OK(cudaMemcpy(d_offsets.get(), offsets.data(), offsets.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+  const std::size_t segments = offsets.size() - 1;
+  finishes_while_held(held, "segments, sum",
+                      [&](void* t, std::size_t& b, cudaStream_t s) {
+                        return fr::reduce_segments_async(t, b, in.get(), f, segments, d_offsets.get(), d_offsets.get() + 1,
+                                                         fr::Sum{}, s);
+                      }, f, segments * sizeof(float));
+  finishes_while_held(held, "segments, mean",
+                      [&](void* t, std::size_t& b, cudaStream_t s) {
+                        return fr::reduce_segments_async(t, b, in.get(), f, segments, d_offsets.get(), d_offsets.get() + 1,
+                                                         fr::Mean{}, s);
+                      }, f, segments * sizeof(float));
+  // 1-D: the header-only ops and a user's transform at the load, small and bulk sizes.
+  for (std::size_t m : {std::size_t(1) << 16, std::size_t(1) << 20, n}) {
+    const std::string at = " of " + std::to_string(m);
+    finishes_while_held(held, "argmax" + at,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_async(t, b, in.get(), reinterpret_cast<fr::Indexed<float>*>(out.get()), m,
+                                                  fr::ArgMax{}, s);
+                        }, out.get(), sizeof(fr::Indexed<float>));
+    finishes_while_held(held, "dot" + at,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_async(t, b, in.get(), in2.get(), f, m, fr::Dot{}, s);
+                        }, f, sizeof(float));
+    finishes_while_held(held, "a user's sum of squares" + at,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_async(t, b, in.get(), f, m, fr::transformed(SumOfSquares{}, fr::Sum{}), s);
+                        }, f, sizeof(float));
+  }
+}
+
 }  // namespace
+
+TEST(SharedGpu, EveryShapeAndOpWhileHalfTheSmsAreHeld) { every_shape_while_held(sm_count() / 2); }
+
+TEST(SharedGpu, EveryShapeAndOpWhileAllButTwoSmsAreHeld) { every_shape_while_held(sm_count() - 2); }
 
 TEST(SharedGpu, FinishesWhileHalfTheSmsAreHeld) {
   FASTREDUCE_REQUIRE_GPU();

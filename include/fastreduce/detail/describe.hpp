@@ -5,8 +5,8 @@
 
 #include <cstddef>
 
-#include "engine/axis_plan.hpp"
-#include "engine/plan.hpp"
+#include "fastreduce/detail/axis_plan.hpp"
+#include "fastreduce/detail/plan.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::engine {

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/policy.hpp"
+#include "fastreduce/detail/policy.hpp"
 
 namespace fastreduce::engine {
 
@@ -17,6 +17,7 @@ enum class Path : unsigned char {
   Large,         // kLarge loads
   Bulk,          // kBulk copies (sm_90 code and device)
   Reproducible,  // the reproducible sum's tiles
+  Ordered,       // an op that is not commutative: tiles in index order (detail/ordered.cuh)
 };
 const char* path_name(Path path);
 
@@ -33,9 +34,12 @@ struct FastPlan {
 };
 
 // `address` is d_in's address (only its offset from 16 bytes matters); sms * blocks_per_sm is
-// how many blocks can be resident at once; max_blocks > 0 caps the grid further.
+// how many blocks can be resident at once; max_blocks > 0 caps the grid further. vec_elems:
+// elements per vector (0: 16 / elem_size; 1: single elements, no head); read_per_element: bytes
+// read per element over every input (0: elem_size), which sizes the grid.
 FastPlan plan_fast(std::size_t n, std::size_t elem_size, std::uintptr_t address, std::size_t acc_size,
-                   const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks);
+                   const FastPolicy& policy, int sms, int blocks_per_sm, unsigned max_blocks, unsigned vec_elems = 0,
+                   std::size_t read_per_element = 0);
 
 struct BulkPlan {
   std::size_t head;             // elements before the first 16-byte boundary
@@ -57,6 +61,16 @@ struct ReproPlan {
 };
 
 ReproPlan plan_reproducible(std::size_t n, int sms, int blocks_per_sm, unsigned max_blocks, unsigned block_words);
+
+struct OrderedPlan {
+  std::size_t per_block;   // tiles of kOrderedThreads x kRound x vec_elems elements per block
+  unsigned grid;
+  std::size_t temp_bytes;  // block partials; never 0
+};
+
+// The ordered path: at least two tiles a block where there are enough, at most the resident blocks.
+OrderedPlan plan_ordered(std::size_t n, unsigned vec_elems, std::size_t partial_size, int sms, int blocks_per_sm,
+                         unsigned max_blocks);
 
 // The additions on the longest path from an element to the result (the depth of the summation
 // tree), which bounds a floating-point sum's rounding error by depth * eps * sum |x|.

@@ -31,17 +31,44 @@ __device__ __forceinline__ T redux(T value) {
   else return static_cast<T>(__reduce_xor_sync(kFullMask, bits));
 }
 
-// __shfl_xor_sync for any arithmetic type: types narrower than 32 bits (bool, 8- and 16-bit
-// integers) travel in an int and come back unchanged.
+// __shfl_xor_sync for any trivially copyable type: arithmetic types narrower than 32 bits (bool,
+// 8- and 16-bit integers) travel in an int and come back unchanged; other types (half, structs
+// such as an arg-extreme's value and index) travel word by word.
 template <class T>
 __device__ __forceinline__ T shfl_xor(T value, unsigned offset) {
-  if constexpr (sizeof(T) < 4) return static_cast<T>(__shfl_xor_sync(kFullMask, static_cast<int>(value), offset));
-  else return __shfl_xor_sync(kFullMask, value, offset);
+  if constexpr (std::is_arithmetic_v<T> && sizeof(T) < 4) {
+    return static_cast<T>(__shfl_xor_sync(kFullMask, static_cast<int>(value), offset));
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return __shfl_xor_sync(kFullMask, value, offset);
+  } else {
+    constexpr unsigned kWords = (sizeof(T) + 3) / 4;
+    unsigned words[kWords] = {};
+    __builtin_memcpy(words, &value, sizeof(T));
+#pragma unroll
+    for (unsigned i = 0; i < kWords; ++i) words[i] = __shfl_xor_sync(kFullMask, words[i], offset);
+    T out;
+    __builtin_memcpy(&out, words, sizeof(T));
+    return out;
+  }
+}
+
+// __shfl_down_sync for any trivially copyable type, word by word.
+template <class T>
+__device__ __forceinline__ T shfl_down(const T& value, unsigned offset) {
+  constexpr unsigned kWords = (sizeof(T) + 3) / 4;
+  unsigned words[kWords] = {};
+  __builtin_memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (unsigned i = 0; i < kWords; ++i) words[i] = __shfl_down_sync(kFullMask, words[i], offset);
+  T out = value;
+  __builtin_memcpy(&out, words, sizeof(T));
+  return out;
 }
 
 // Butterfly reduction with register shuffles: every lane ends with the warp's result.
 // The combine order is fixed (xor 16, 8, 4, 2, 1), so the result is deterministic.
-// 32-bit integer ops use the sm_80+ __reduce_*_sync instructions instead.
+// 32-bit integer ops use the sm_80+ __reduce_*_sync instructions instead. `op` is a built-in op or
+// any callable that combines two values (engine/reduction.cuh: a reduction's combiner).
 template <class T, class Op>
 __device__ __forceinline__ T warp_reduce(T value, Op op) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -55,6 +82,18 @@ __device__ __forceinline__ T warp_reduce(T value, Op op) {
     }
     return value;
   }
+}
+
+// The warp's values in lane order: lane 0 gets v[0] op v[1] op ... op v[31] (for ops that are
+// associative but not commutative; other lanes get partial results).
+template <class T, class Op>
+__device__ __forceinline__ T warp_ordered(T v, const Op& op, unsigned lane) {
+#pragma unroll
+  for (unsigned offset = 1; offset < kWarpSize; offset *= 2) {
+    const T other = shfl_down(v, offset);
+    if (lane % (2 * offset) == 0) v = op(v, other);  // lane + offset holds the next run in order
+  }
+  return v;
 }
 
 // The last-warp unroll of seed 003, made correct for Volta and later.

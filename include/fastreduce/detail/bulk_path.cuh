@@ -12,23 +12,23 @@
 
 #include <cstdint>
 
-#include "fastreduce/fastreduce.cuh"
-#include "primitives/block_reduce.cuh"
-#include "primitives/grid_finish.cuh"
-#include "primitives/vector.cuh"
+#include "fastreduce/detail/block_reduce.cuh"
+#include "fastreduce/detail/grid_finish.cuh"
+#include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/detail/vector.cuh"
 
 namespace fastreduce::engine {
 
-template <class T, class A>
+template <class R>
 struct BulkArgs {
-  const T* in;
+  const typename R::Input* in;
   std::size_t n;
   std::size_t head;           // elements before the first 16-byte boundary (block 0 adds them)
   std::size_t stages;         // whole stages in the body after the head
   std::size_t stages_per_block;
   std::size_t tail_begin;     // first element after the last whole stage (the last block adds the rest)
-  A* partials;
-  A* out;
+  typename R::Partial* partials;
+  typename R::Out* out;
 };
 
 namespace bulk {
@@ -64,25 +64,34 @@ __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy
 
 }  // namespace bulk
 
-template <unsigned Threads, unsigned Stages, unsigned StageBytes, class T, class Op>
-__global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<T, acc_t<T, Op>> args, Op op) {
-  using A = acc_t<T, Op>;
+template <unsigned Threads, unsigned Stages, unsigned StageBytes, class R>
+__global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<R> args, R red) {
+  static_assert(!two_inputs_v<R>, "bulk copies stream one input");
+  using T = typename R::Input;
+  using State = typename R::State;
+  using Acc = typename R::Acc;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // the dispatch takes this path only for code compiled for sm_90 or later
 #else
+  constexpr unsigned V = primitives::kVecElems<T>;
+  static_assert(V * sizeof(T) == 16, "bulk copies serve the types that fill 16-byte vectors");
   constexpr unsigned vectors_per_stage = StageBytes / 16;
+  constexpr unsigned per_thread = vectors_per_stage / Threads;
+  constexpr unsigned F = R::folds < per_thread ? R::folds : per_thread;
   static_assert(vectors_per_stage % Threads == 0, "each thread takes whole vectors of a stage");
+  static_assert(per_thread % F == 0, "each state takes whole rounds of vectors");
   extern __shared__ __align__(128) unsigned char stage_memory[];
   __shared__ std::uint64_t full[Stages];
-  __shared__ primitives::BlockReduceStorage<A, Threads> storage;
-  using primitives::reduce_vec;
-  using primitives::to_acc;
+  __shared__ primitives::BlockReduceStorage<Acc, Threads> storage;
   using primitives::Vec;
   const unsigned tid = threadIdx.x;
   const unsigned char* body = reinterpret_cast<const unsigned char*>(args.in + args.head);
   const std::size_t first = std::size_t(blockIdx.x) * args.stages_per_block;
   const std::size_t last = first + args.stages_per_block < args.stages ? first + args.stages_per_block : args.stages;
   const std::size_t count = first < last ? last - first : 0;
+  constexpr std::size_t kStageElems = StageBytes / sizeof(T);
+  const std::size_t unit_first = blockIdx.x == 0 ? 0 : args.head + first * kStageElems;
+  const R r = red.at(args.n == 0 ? nullptr : args.in + (unit_first < args.n ? unit_first : args.n - 1));
 
   if (tid == 0) {
     for (unsigned s = 0; s < Stages; ++s) bulk::barrier_init(&full[s], 1);
@@ -93,13 +102,18 @@ __global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<T, acc_t<
   }
   __syncthreads();  // barriers initialised before anyone waits on them
 
-  A acc = Op::template identity<A>();
+  State st[F];
+#pragma unroll
+  for (unsigned f = 0; f < F; ++f) st[f] = r.start();
   for (std::size_t k = 0; k < count; ++k) {
     const unsigned s = static_cast<unsigned>(k % Stages);
     bulk::wait(&full[s], static_cast<unsigned>((k / Stages) & 1));  // stage k has landed
     const Vec<T>* stage = reinterpret_cast<const Vec<T>*>(stage_memory + s * StageBytes);
+    const std::size_t stage_first = args.head + (first + k) * kStageElems;
 #pragma unroll
-    for (unsigned j = 0; j < vectors_per_stage / Threads; ++j) acc = op(acc, reduce_vec<A>(stage[j * Threads + tid], op));
+    for (unsigned j = 0; j < per_thread; ++j) {
+      st[j % F] = r.fold_vec(st[j % F], stage[j * Threads + tid], stage_first + std::size_t(j * Threads + tid) * V);
+    }
     __syncthreads();  // every thread is done with stage s before it is refilled
     if (tid == 0 && k + Stages < count) {
       bulk::fence_async_shared();  // the reads above happen before the copy unit overwrites
@@ -107,13 +121,16 @@ __global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<T, acc_t<
     }
   }
   if (blockIdx.x == 0) {  // unaligned head, element by element
-    for (std::size_t e = tid; e < args.head; e += Threads) acc = op(acc, to_acc<A>(args.in[e]));
+    for (std::size_t e = tid; e < args.head; e += Threads) st[0] = r.fold(st[0], args.in[e], e);
   }
   if (blockIdx.x == gridDim.x - 1) {  // whatever follows the last whole stage
-    for (std::size_t e = args.tail_begin + tid; e < args.n; e += Threads) acc = op(acc, to_acc<A>(args.in[e]));
+    for (std::size_t e = args.tail_begin + tid; e < args.n; e += Threads) st[0] = r.fold(st[0], args.in[e], e);
   }
 
-  primitives::store_block_result<Threads>(acc, op, storage, args.partials, args.out);
+  Acc acc = r.value(st[0]);
+#pragma unroll
+  for (unsigned f = 1; f < F; ++f) acc = r.combine(acc, r.value(st[f]));
+  primitives::store_block_result<Threads>(acc, r, storage, args.partials, args.out);
 #endif
 }
 

@@ -13,13 +13,14 @@
 //                when there are too few columns to fill the GPU;
 //   Strided      any other view: a warp per output;
 //   ReproRows / ReproColumns  reproducible floating-point sums (see axis_repro.cuh);
+//   Ordered      ops that are not commutative (detail/ordered.cuh);
 //   Flat         one output over contiguous elements: the 1-D engine.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/policy.hpp"
+#include "fastreduce/detail/policy.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::engine {
@@ -36,6 +37,7 @@ enum class AxisPath : unsigned char {
   Strided,
   ReproRows,
   ReproColumns,
+  Ordered,   // an op that is not commutative: groups of `group` threads per output, in index order
 };
 const char* axis_path_name(AxisPath path);
 
@@ -72,7 +74,9 @@ inline constexpr AxisPolicy kAxisPolicy{
     .repro_warp_row_max_tiles = 4,
 };
 
-AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms);
+// tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors).
+AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
+                          bool tile_ok = true);
 
 struct AxisPlan {
   AxisPath path = AxisPath::Nothing;
@@ -94,6 +98,13 @@ struct AxisPlan {
 // accumulator row (reproducible paths).
 AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_size, std::size_t acc_size,
                    int sms, int blocks_per_sm, unsigned max_blocks, unsigned repro_words);
+
+// The ordered path's group of threads per output (1, a warp or a block of kOrderedThreads) for
+// `outputs` outputs of `length` elements each; inner_contiguous: adjacent outputs are adjacent
+// elements (a thread per output reads them together).
+unsigned ordered_group(std::size_t outputs, std::size_t length, bool inner_contiguous);
+AxisPlan plan_ordered_axis(std::size_t outputs, std::size_t length, bool inner_contiguous, int sms, int blocks_per_sm,
+                           unsigned max_blocks);
 
 // Columns can use 16-byte vectors: inner-contiguous, and every row of every outer slice starts
 // on a 16-byte boundary when d_in does.

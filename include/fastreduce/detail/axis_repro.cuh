@@ -18,9 +18,9 @@
 
 #include <cstdint>
 
-#include "engine/axis_fast.cuh"
-#include "engine/repro_path.cuh"
-#include "primitives/exact_sum.cuh"
+#include "fastreduce/detail/axis_fast.cuh"
+#include "fastreduce/detail/repro_path.cuh"
+#include "fastreduce/detail/exact_sum.cuh"
 
 namespace fastreduce::engine {
 
@@ -34,7 +34,7 @@ struct RowView {
 template <class T>
 struct AxisRowViews {
   AxisRows<T> rows;
-  __device__ __forceinline__ RowView<T> operator()(std::size_t r) const { return {rows.row(r), rows.length}; }
+  __device__ __forceinline__ RowView<T> operator()(std::size_t r) const { return {rows.row(r), rows.offsets.length}; }
 };
 
 // Segments as rows: [begin[s], end[s]) of `in`; end <= begin is empty.

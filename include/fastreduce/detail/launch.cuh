@@ -97,7 +97,21 @@ cudaError_t launch(Kernel kernel, unsigned grid, unsigned threads, std::size_t s
     config.attrs = &attribute;
     config.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&config, kernel, args...);
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, args...);
+  if (status != cudaSuccess) cudaGetLastError();  // returned to the caller, not left behind as the last error
+  return status;
+}
+
+// Lets `kernel` use `bytes` of dynamic shared memory beyond the default 48 KiB. Asked right before
+// each launch that needs it: a kernel template instantiated in several translation units (the
+// header-only entry points) has a host stub in each, and an attribute set through one stub does
+// not reach the kernel another stub launches.
+template <class Kernel>
+cudaError_t allow_shared_memory(Kernel kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (status != cudaSuccess) cudaGetLastError();
+  return status;
 }
 
 }  // namespace fastreduce::engine

@@ -28,12 +28,12 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "engine/policy.hpp"
+#include "fastreduce/detail/policy.hpp"
 #include "fastreduce/fastreduce.cuh"
-#include "primitives/exact_sum.cuh"
-#include "primitives/grid_finish.cuh"
-#include "primitives/vector.cuh"
-#include "primitives/warp_reduce.cuh"
+#include "fastreduce/detail/exact_sum.cuh"
+#include "fastreduce/detail/grid_finish.cuh"
+#include "fastreduce/detail/vector.cuh"
+#include "fastreduce/detail/warp_reduce.cuh"
 
 namespace fastreduce::engine {
 

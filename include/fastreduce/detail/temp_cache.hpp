@@ -9,13 +9,14 @@
 namespace fastreduce::engine {
 
 // Temporary storage of the blocking API for the current device and `stream`: at least `bytes`,
-// with 16 bytes in front for the result. The lock is held until the returned guard goes away.
+// behind a slot of at least `result_bytes` (16-byte aligned) for the result. The lock is held
+// until the returned guard goes away.
 struct CachedTemp {
   void* result_slot;
   void* temp;
   std::size_t temp_bytes;
   std::unique_lock<std::mutex> lock;
 };
-cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, CachedTemp& out);
+cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, std::size_t result_bytes, CachedTemp& out);
 
 }  // namespace fastreduce::engine

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "primitives/warp_reduce.cuh"
+#include "fastreduce/detail/warp_reduce.cuh"
 
 namespace fastreduce::primitives {
 

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "engine/axis_plan.hpp"
+#include "fastreduce/detail/axis_plan.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::engine {

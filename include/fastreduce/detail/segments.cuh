@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "engine/axis_fast.cuh"
+#include "fastreduce/detail/axis_fast.cuh"
 
 namespace fastreduce::engine {
 
@@ -60,20 +60,20 @@ __device__ __forceinline__ PieceRun piece_run(unsigned long long total, std::siz
   return {total * w / workers, total * (w + 1) / workers};
 }
 
-template <class T, class A, class Offset>
+template <class R, class Offset>
 struct SegmentArgs {
-  const T* in;
+  inputs_t<R> in;
   const Offset* begin;
   const Offset* end;
   std::size_t count;
   const unsigned long long* scan;  // inclusive running count of pieces
-  A* slots;                        // [0, workers): head slots; [workers, 2 workers): tail slots
-  A* out;
+  typename R::Partial* slots;      // [0, workers): head slots; [workers, 2 workers): tail slots
+  typename R::Out* out;
 };
 
-template <class T, class Op, class Offset>
-__global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<T, acc_t<T, Op>, Offset> args, Op op) {
-  using A = acc_t<T, Op>;
+template <unsigned V, class R, class Offset>
+__global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<R, Offset> args, R red) {
+  using Acc = typename R::Acc;
   primitives::wait_for_prior_grid();
   const std::size_t w = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32;
   const unsigned lane = threadIdx.x % 32;
@@ -92,15 +92,17 @@ __global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<T, a
     const std::size_t from = static_cast<std::size_t>(piece - before) * kSegmentPiece;
     std::size_t to = static_cast<std::size_t>(stop - before) * kSegmentPiece;
     to = to < n ? to : n;
-    A acc = Op::template identity<A>();
-    if (from < to) acc = range_partial<32, 4, A>(args.in + args.begin[s] + from, to - from, lane, op);
-    acc = primitives::warp_reduce(acc, op);
+    const inputs_t<R> part = advance(args.in, static_cast<std::int64_t>(args.begin[s]) + static_cast<std::int64_t>(from));
+    const R u = red.at(from < to ? part.x : nullptr);
+    Acc acc = u.identity();
+    if (from < to) acc = range_partial<32, 4, V>(u, part, to - from, lane, from);
+    acc = primitives::warp_reduce(acc, combiner_of(u));
     if (lane == 0) {
       const bool cut_before = piece > before;
       const bool cut_after = stop < through;
-      if (!cut_before && !cut_after) args.out[s] = acc;
-      else if (cut_before) args.slots[w] = acc;
-      else args.slots[slots + w] = acc;
+      if (!cut_before && !cut_after) args.out[s] = u.project(u.partial(acc));
+      else if (cut_before) args.slots[w] = u.partial(acc);
+      else args.slots[slots + w] = u.partial(acc);
     }
     piece = stop;
     before = through;
@@ -111,9 +113,11 @@ __global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<T, a
 // A warp per worker: a segment that starts in its run and continues past it is finished here,
 // from its tail slot and the head slots of the runs it reaches (the warp's lanes take every 32nd
 // of them, then a fixed butterfly joins the lanes: the order depends only on the runs).
-template <class A, class Op>
+template <class R>
 __global__ void __launch_bounds__(kAxisThreads) segments_join_kernel(const unsigned long long* scan, std::size_t count,
-                                                                     const A* slots, unsigned warps, A* out, Op op) {
+                                                                     const typename R::Partial* slots, unsigned warps,
+                                                                     typename R::Out* out, R r) {
+  using P = typename R::Partial;
   primitives::wait_for_prior_grid();
   const std::size_t w = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32;
   const unsigned lane = threadIdx.x % 32;
@@ -126,14 +130,14 @@ __global__ void __launch_bounds__(kAxisThreads) segments_join_kernel(const unsig
   const unsigned long long through = __ldcg(scan + s);
   const unsigned long long before = s > 0 ? __ldcg(scan + s - 1) : 0;
   if (through <= run.last || before < run.first) return;  // not cut after, or not started here
-  A acc = Op::template identity<A>();
+  P acc = r.partial_identity();
   for (std::size_t next = w + 1 + lane; next < workers; next += 32) {
-    const PieceRun r = piece_run(total, next, workers);
-    if (r.first >= through) break;
-    if (r.first < r.last) acc = op(acc, primitives::load_from_l2(slots + next));
+    const PieceRun q = piece_run(total, next, workers);
+    if (q.first >= through) break;
+    if (q.first < q.last) acc = r.merge(acc, primitives::load_from_l2(slots + next));
   }
-  acc = primitives::warp_reduce(acc, op);
-  if (lane == 0) out[s] = op(primitives::load_from_l2(slots + warps + w), acc);
+  acc = primitives::warp_reduce(acc, merger_of(r));
+  if (lane == 0) out[s] = r.project(r.merge(primitives::load_from_l2(slots + warps + w), acc));
 }
 
 }  // namespace fastreduce::engine

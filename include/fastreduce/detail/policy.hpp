@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "primitives/load_hint.hpp"
+#include "fastreduce/detail/load_hint.hpp"
 
 namespace fastreduce::engine {
 
@@ -38,6 +38,20 @@ inline constexpr FastPolicy kSmall{.threads = 512, .unroll = 4, .vectors_per_blo
 inline constexpr FastPolicy kLarge{.threads = 1024, .unroll = 4, .vectors_per_block = 1024};
 inline constexpr BulkPolicy kBulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
 inline constexpr unsigned kCombineThreads = 256;  // the one-block kernel that combines a grid's partials
+
+// Reductions whose thread state is large (an arg-extreme keeps its best element and its best
+// vector; the moments three sums): blocks of 256 threads, so that registers leave room for four
+// blocks an SM, with the load path's four loads in flight a thread. Chosen as the header-only
+// pass that matched CUB's ArgMax from 2^24 on an H100 (256 threads, 4 loads in flight; 2026-11-24,
+// docs/notes.md "Users' own operators"); the shares follow kSmall's and kLarge's 8 rounds a thread.
+inline constexpr FastPolicy kHeavySmall{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
+inline constexpr FastPolicy kHeavyLarge{.threads = 256, .unroll = 4, .vectors_per_block = 2048};
+inline constexpr std::size_t kHeavyStateBytes = 16;  // a thread state above this is large
+
+// The ordered path (ops that are not commutative): tiles of kOrderedRound sub-tiles of
+// kOrderedThreads threads x one vector each.
+inline constexpr unsigned kOrderedThreads = 256;
+inline constexpr unsigned kOrderedRound = 4;
 inline constexpr LoadHint kLoadHint = LoadHint::ReadOnly;  // L2::256B prefetch: 2^28 260 vs 246 us (H200)
 
 // Where an architecture's paths change, by bytes of input.

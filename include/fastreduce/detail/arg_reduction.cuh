@@ -1,0 +1,114 @@
+// ArgMax and ArgMin as reductions (detail/reduction.cuh).
+//
+// A thread keeps the best element it has seen and, apart, the best 16-byte vector: whole vectors
+// take a cheap way with no index work and no branch (the vector's extreme decides, the vector is
+// kept whole with the index of its first element, and which of its elements is the extreme is
+// looked up once, at the end). A thread's vectors come in increasing index order, so a later
+// vector replaces the best only when strictly better; single elements (a row's head and tail, a
+// column's elements) may come in any order and compare indices on ties.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/ops.cuh"
+
+namespace fastreduce::engine {
+
+// The extreme of a and b, NaN if either is (a single instruction for float on sm_80 and later).
+template <class V, bool Greater>
+__device__ __forceinline__ V extreme_nan(V a, V b) {
+  if constexpr (std::is_integral_v<V>) {
+    return Greater ? (b > a ? b : a) : (b < a ? b : a);
+  } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<V, float>) {
+      float r;
+      if constexpr (Greater) asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      else asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      return r;
+    }
+#endif
+    return (a != a || (Greater ? a > b : a < b)) ? a : b;
+  }
+}
+
+template <class V, class Op>
+struct ArgReduction {
+  static constexpr bool kGreater = std::is_same_v<Op, ArgMax>;
+  static constexpr unsigned K = primitives::kVecElems<V>;
+  static constexpr unsigned kWords = (sizeof(V) * K + 3) / 4;
+  using Input = V;
+  using Input2 = NoInput;
+  using Acc = Indexed<V>;
+  using Partial = Indexed<V>;
+  using Out = Indexed<V>;
+  struct State {
+    V best;
+    std::int64_t index;   // -1: no single element yet
+    V vbest;              // the best vector's extreme
+    unsigned vkept[kWords];  // the best vector's bytes
+    std::int64_t vfirst;  // its first element's index; -1: no vector yet
+  };
+  static constexpr bool commutative = true;
+  static constexpr unsigned folds = 2;
+  static constexpr bool order_independent = true;
+  Op op;
+
+  // Strictly better than `than`, or NaN where `than` is not.
+  __device__ __forceinline__ static bool beats(const V& x, const V& than) {
+    return (kGreater ? !(x <= than) : !(x >= than)) && !detail::nan_value(than);
+  }
+  __device__ __forceinline__ ArgReduction at(const V*) const { return *this; }
+  __host__ __device__ __forceinline__ Acc identity() const { return Op::template identity<Acc>(); }
+  __device__ __forceinline__ State start() const {
+    State s{};
+    s.index = -1;
+    s.vfirst = -1;
+    return s;
+  }
+  __device__ __forceinline__ State fold(State s, const V& x, std::size_t i) const {
+    const Acc e{x, static_cast<std::int64_t>(i)};
+    if (s.index < 0 || detail::wins<V, kGreater>(e, Acc{s.best, s.index})) {
+      s.best = x;
+      s.index = e.index;
+    }
+    return s;
+  }
+  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<V, K>& v, std::size_t first) const {
+    V m = v.elem[0];
+#pragma unroll
+    for (unsigned k = 1; k < K; ++k) m = extreme_nan<V, kGreater>(m, v.elem[k]);
+    const bool better = s.vfirst < 0 || beats(m, s.vbest);
+    s.vbest = better ? m : s.vbest;
+    unsigned words[kWords];
+    __builtin_memcpy(words, v.elem, sizeof(V) * K);
+#pragma unroll
+    for (unsigned w = 0; w < kWords; ++w) s.vkept[w] = better ? words[w] : s.vkept[w];
+    s.vfirst = better ? static_cast<std::int64_t>(first) : s.vfirst;
+    return s;
+  }
+  __device__ __forceinline__ Acc value(const State& s) const {
+    Acc r = s.index < 0 ? identity() : Acc{s.best, s.index};
+    if (s.vfirst >= 0) {  // the first element of the best vector that is its extreme (or NaN)
+      V x[K];
+      __builtin_memcpy(x, s.vkept, sizeof(V) * K);
+      unsigned at = K - 1;
+#pragma unroll
+      for (int k = int(K) - 1; k >= 0; --k) {
+        if (detail::nan_value(s.vbest) ? detail::nan_value(x[k]) : x[k] == s.vbest) at = unsigned(k);
+      }
+      r = op(r, Acc{x[at], s.vfirst + std::int64_t(at)});
+    }
+    return r;
+  }
+  __device__ __forceinline__ Acc combine(const Acc& a, const Acc& b) const { return op(a, b); }
+  __host__ __device__ __forceinline__ Partial partial(const Acc& a) const { return a; }
+  __device__ __forceinline__ Partial merge(const Partial& a, const Partial& b) const { return op(a, b); }
+  __host__ __device__ __forceinline__ Partial partial_identity() const { return identity(); }
+  __host__ __device__ __forceinline__ Out project(const Partial& p) const { return p; }
+};
+
+}  // namespace fastreduce::engine

@@ -1,0 +1,542 @@
+// Axis and segmented reductions of any reduction (detail/reduction.cuh): argument checks, the
+// path (detail/axis_plan.hpp) and its launches. The library instantiates them for the built-in
+// types and ops beside the 1-D entry points (src/engine/engine_<type>.cu); the header-only entry
+// points for the others.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "fastreduce/detail/axis_fast.cuh"
+#include "fastreduce/detail/axis_plan.hpp"
+#include "fastreduce/detail/axis_repro.cuh"
+#include "fastreduce/detail/dispatch.cuh"
+#include "fastreduce/detail/ordered.cuh"
+#include "fastreduce/detail/repro_pieces.hpp"
+#include "fastreduce/detail/segments.cuh"
+#include "fastreduce/detail/segments_scan.hpp"
+
+namespace fastreduce::engine {
+
+// RowsTile stages inputs of a type that fills 16-byte vectors (two: of one size).
+template <class R>
+inline constexpr bool kTileOk = kVecOf<R> * sizeof(typename R::Input) == 16;
+
+template <class R, unsigned V>
+struct AxisKernels {
+  static constexpr auto tile() {
+    if constexpr (kTileOk<R>) return axis_tile_kernel<R>;
+    else return nullptr;
+  }
+  static constexpr auto rows_warp = axis_rows_kernel<32, V, R>;
+  static constexpr auto rows_block = axis_rows_kernel<kAxisThreads, V, R>;
+  // Vector columns: a pack of 16-byte columns a thread, where its values fit shared memory.
+  static constexpr bool columns_ok = V > 1 && kColumnPack<R> == V;
+  static constexpr auto columns() {
+    if constexpr (columns_ok) return axis_columns_kernel<V, R>;
+    else return nullptr;
+  }
+  static constexpr auto columns_scalar = axis_columns_kernel<1, R>;
+  static constexpr auto strided = axis_strided_kernel<R>;
+  static constexpr auto identity = axis_identity_kernel<R>;
+  static constexpr auto combine_rows = combine_row_pieces_kernel<R>;
+  static constexpr auto combine_columns = combine_column_pieces_kernel<R>;
+};
+
+template <class T>
+struct ReproAxisKernels {
+  using A = acc_t<T, Sum>;
+  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>>;
+  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>>;
+  static constexpr auto columns = repro_columns_kernel<T>;
+  static constexpr auto finish = repro_pieces_finish_kernel<A>;
+};
+
+// The ordered kernels of a reduction whose op is not commutative, by group size.
+template <class R, class Layout>
+cudaError_t launch_ordered_groups(unsigned group, unsigned grid, const typename R::Input* in, const Layout& layout,
+                                  std::size_t outputs, typename R::Out* out, const R& red, cudaStream_t stream) {
+  if (group == 1) return launch(ordered_groups_kernel<1, R, Layout>, grid, kOrderedThreads, 0, stream, false, in, layout, outputs, out, red);
+  if (group == 32) return launch(ordered_groups_kernel<32, R, Layout>, grid, kOrderedThreads, 0, stream, false, in, layout, outputs, out, red);
+  return launch(ordered_groups_kernel<kOrderedThreads, R, Layout>, grid, kOrderedThreads, 0, stream, false, in, layout,
+                outputs, out, red);
+}
+template <class R, class Layout>
+cudaError_t ordered_groups_facts(unsigned group, int device, KernelFacts& facts) {
+  if (group == 1) return kernel_facts<ordered_groups_kernel<1, R, Layout>, kOrderedThreads>(device, facts);
+  if (group == 32) return kernel_facts<ordered_groups_kernel<32, R, Layout>, kOrderedThreads>(device, facts);
+  return kernel_facts<ordered_groups_kernel<kOrderedThreads, R, Layout>, kOrderedThreads>(device, facts);
+}
+
+// The plan of an axis reduction on `device`, and whether its second kernel may be a dependent launch.
+struct AxisLaunch {
+  AxisLayout layout;
+  AxisPlan plan;
+  bool dependent = false;
+  bool vectors = true;  // the kernels with a vector of V > 1 elements (two inputs: equally aligned)
+};
+
+template <class R>
+cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, AxisLaunch& out,
+                             const char** message) {
+  using T = typename R::Input;
+  using P = typename R::Partial;
+  auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
+  if (const char* error = resolve_axis(axis, out.layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
+  bool repro_sum = false;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  if (repro_sum && out.layout.length >= kReproMaxElements) {
+    return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements per output");
+  }
+  const int sms = multiprocessors(device);
+  out.vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
+  // RowsTile stages two inputs only when they are equally aligned (with the same offsets into the tile).
+  AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors);
+  if constexpr (!R::commutative) {
+    static_assert(!two_inputs_v<R>, "a reduction of two inputs needs a commutative op");
+    KernelFacts main{};
+    if (path == AxisPath::Nothing || path == AxisPath::Identity) {
+      if (path == AxisPath::Identity) {
+        if (cudaError_t e = kernel_facts<axis_identity_kernel<R>, kAxisThreads>(device, main); e != cudaSuccess) {
+          return fail(e, "no kernel image for this GPU (axis)");
+        }
+      }
+      out.plan = plan_axis(path, out.layout, sizeof(T), sizeof(P), sms, main.blocks_per_sm, opt.max_blocks, 0);
+      return cudaSuccess;
+    }
+    const bool inner_contiguous = out.layout.inner >= 32 &&
+                                  (out.layout.inner_stride == 1 || out.layout.inner_stride == -1);
+    const unsigned group = ordered_group(out.layout.outputs(), out.layout.length, inner_contiguous);
+    if (cudaError_t e = ordered_groups_facts<R, OrderedAxis>(group, device, main); e != cudaSuccess) {
+      return fail(e, "no kernel image for this GPU (ordered axis)");
+    }
+    out.plan = plan_ordered_axis(out.layout.outputs(), out.layout.length, inner_contiguous, sms, main.blocks_per_sm,
+                                 opt.max_blocks);
+    return cudaSuccess;
+  } else {
+  return with_vector_width<R>(out.vectors, [&]<unsigned V>() -> cudaError_t {
+    using K = AxisKernels<R, V>;
+    if (path == AxisPath::Columns &&
+        !(K::columns_ok && columns_vectorizable(out.layout, sizeof(T), reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0))) {
+      path = AxisPath::ColumnsScalar;
+    }
+    KernelFacts main{}, second{};
+    cudaError_t status = cudaSuccess;
+    bool has_second = false;
+    unsigned repro_words = 0;
+    switch (path) {
+      case AxisPath::Nothing:
+      case AxisPath::Flat:
+      case AxisPath::Ordered:
+        break;
+      case AxisPath::Identity: status = kernel_facts<K::identity, kAxisThreads>(device, main); break;
+      case AxisPath::RowsTile:
+        if constexpr (kTileOk<R>) status = kernel_facts<K::tile(), kAxisThreads>(device, main);
+        break;
+      case AxisPath::RowsWarp: status = kernel_facts<K::rows_warp, kAxisThreads>(device, main); break;
+      case AxisPath::RowsBlock:
+        status = kernel_facts<K::rows_block, kAxisThreads>(device, main);
+        if (status == cudaSuccess) status = kernel_facts<K::combine_rows, kAxisThreads>(device, second);
+        has_second = true;
+        break;
+      case AxisPath::Columns:
+      case AxisPath::ColumnsScalar:
+        if constexpr (K::columns_ok) {
+          status = path == AxisPath::Columns ? kernel_facts<K::columns(), kAxisThreads>(device, main)
+                                             : kernel_facts<K::columns_scalar, kAxisThreads>(device, main);
+        } else {
+          status = kernel_facts<K::columns_scalar, kAxisThreads>(device, main);
+        }
+        if (status == cudaSuccess) status = kernel_facts<K::combine_columns, kAxisThreads>(device, second);
+        has_second = true;
+        break;
+      case AxisPath::Strided: status = kernel_facts<K::strided, kAxisThreads>(device, main); break;
+      case AxisPath::ReproRows:
+      case AxisPath::ReproColumns:
+        if constexpr (is_reproducible_sum_v<R>) {
+          using RK = ReproAxisKernels<T>;
+          repro_words = primitives::kExactRowWords<typename R::Acc>;
+          if (path == AxisPath::ReproColumns) status = kernel_facts<RK::columns, kReproThreads>(device, main);
+          else status = kernel_facts<RK::rows_block, kReproThreads>(device, main);
+          if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
+          has_second = true;
+        }
+        break;
+    }
+    if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (axis)");
+    // A tile holds rows of every input (two inputs: half a tile's bytes each).
+    const std::size_t elem_size = path == AxisPath::RowsTile ? kAxisPolicy.tile_bytes / kTileElems<R> : sizeof(T);
+    out.plan = plan_axis(path, out.layout, elem_size, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks, repro_words);
+    out.dependent = has_second && compute_major(device) >= 9 && second.ptx_version >= 90;
+    return cudaSuccess;
+  });
+  }
+}
+
+// The reproducible sum of every output into `pieces` (a row of exact limbs per output and piece,
+// summed and rounded by repro_pieces_finish_kernel), or, without pieces, each output rounded in
+// place (`out`).
+template <class T>
+cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d_in, unsigned long long* pieces,
+                              acc_t<T, Sum>* out, cudaStream_t stream) {
+  using A = acc_t<T, Sum>;
+  using RK = ReproAxisKernels<T>;
+  if (P.path == AxisPath::ReproRows) {
+    const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
+    const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out};
+    return P.group == 1 ? launch(RK::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
+                        : launch(RK::rows_block, P.grid, kReproThreads, 0, stream, false, args);
+  }
+  const ReproColumnsArgs<T, A> args{d_in,    L.outputs(),  L.length, L.inner, L.outer_stride, L.length_stride,
+                                    L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk, P.items, pieces, out};
+  return launch(RK::columns, P.grid, kReproThreads, 0, stream, false, args);
+}
+
+template <class R>
+cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const inputs_t<R>& in, typename R::Out* d_out,
+                        const R& red, cudaStream_t stream) {
+  using P = typename R::Partial;
+  const AxisLayout& L = launch_plan.layout;
+  const AxisPlan& Q = launch_plan.plan;
+  if constexpr (!R::commutative) {
+    if (Q.path == AxisPath::Identity) {
+      return launch(axis_identity_kernel<R>, Q.grid, kAxisThreads, 0, stream, false, d_out, L.outputs(), red);
+    }
+    if (Q.path != AxisPath::Ordered) return cudaSuccess;
+    const OrderedAxis layout{L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride};
+    return launch_ordered_groups<R>(Q.group, Q.grid, in.x, layout, L.outputs(), d_out, red, stream);
+  } else {
+  if (Q.path == AxisPath::ReproRows || Q.path == AxisPath::ReproColumns) {
+    if constexpr (is_reproducible_sum_v<R>) {
+      auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
+      cudaError_t status = launch_repro_axis<typename R::Input>(L, Q, in.x, pieces, d_out, stream);
+      if (status == cudaSuccess && Q.combine) {
+        const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
+        status = launch(ReproAxisKernels<typename R::Input>::finish, grid, kReproThreads, 0, stream,
+                        launch_plan.dependent, static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
+                        d_out);
+      }
+      return status;
+    }
+    return cudaErrorNotSupported;
+  }
+  return with_vector_width<R>(launch_plan.vectors, [&]<unsigned V>() -> cudaError_t {
+    using K = AxisKernels<R, V>;
+    const unsigned T_ = kAxisThreads;
+    P* partials = static_cast<P*>(d_temp);
+    const RowOffsets rows{L.length, L.inner, L.outer_stride, L.inner_stride};
+    cudaError_t status = cudaSuccess;
+    switch (Q.path) {
+      case AxisPath::Nothing:
+      case AxisPath::Flat:
+      case AxisPath::Ordered:
+      case AxisPath::ReproRows:
+      case AxisPath::ReproColumns:
+        return cudaSuccess;
+      case AxisPath::Identity:
+        return launch(K::identity, Q.grid, T_, 0, stream, false, d_out, L.outputs(), red);
+      case AxisPath::RowsTile:
+        if constexpr (kTileOk<R>) {
+          return launch(K::tile(), Q.grid, T_, 0, stream, false,
+                        TileArgs<R>{in, L.outputs(), L.length, Q.rows_per_tile, Q.items, Q.group, d_out}, red);
+        }
+        return cudaErrorNotSupported;
+      case AxisPath::RowsWarp:
+        return launch(K::rows_warp, Q.grid, T_, 0, stream, false, RowsArgs<R>{in, rows, Q.items, 1, L.length, nullptr, d_out},
+                      red);
+      case AxisPath::RowsBlock:
+        status = launch(K::rows_block, Q.grid, T_, 0, stream, false,
+                        RowsArgs<R>{in, rows, Q.items, Q.chunks, Q.chunks == 1 ? L.length : Q.chunk, partials, d_out}, red);
+        if (status == cudaSuccess && Q.combine) {
+          const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + kAxisWarps - 1) / kAxisWarps, 1u << 16));
+          status = launch(K::combine_rows, grid, T_, 0, stream, launch_plan.dependent, static_cast<const P*>(partials),
+                          L.outputs(), Q.chunks, d_out, red);
+        }
+        return status;
+      case AxisPath::Columns:
+      case AxisPath::ColumnsScalar: {
+        const ColumnsArgs<R> args{in,      L.outer,       L.length,  L.inner,  L.outer_stride, L.length_stride,
+                                  Q.group, Q.lanes,       Q.col_blocks, Q.chunks, Q.chunk,     Q.items,
+                                  partials, d_out};
+        if constexpr (K::columns_ok) {
+          status = Q.path == AxisPath::Columns ? launch(K::columns(), Q.grid, T_, 0, stream, false, args, red)
+                                               : launch(K::columns_scalar, Q.grid, T_, 0, stream, false, args, red);
+        } else {
+          status = launch(K::columns_scalar, Q.grid, T_, 0, stream, false, args, red);
+        }
+        if (status == cudaSuccess && Q.combine) {
+          const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 31) / 32, 1u << 20));
+          status = launch(K::combine_columns, grid, T_, 0, stream, launch_plan.dependent, static_cast<const P*>(partials),
+                          L.outer, L.inner, Q.chunks, d_out, red);
+        }
+        return status;
+      }
+      case AxisPath::Strided:
+        return launch(K::strided, Q.grid, T_, 0, stream, false,
+                      StridedArgs<R>{in, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride,
+                                     d_out},
+                      red);
+    }
+    return cudaErrorInvalidValue;
+  });
+  }
+}
+
+template <class T>
+cudaError_t plan_repro_pieces(const AxisLayout& layout, const Options& opt, int device, PiecesPlan& out) {
+  using A = acc_t<T, Sum>;
+  using RK = ReproAxisKernels<T>;
+  out.layout = layout;
+  out.empty = layout.length == 0 || layout.outputs() == 0;
+  if (out.empty) return cudaSuccess;
+  const bool rows_contiguous = layout.length_stride == 1 || layout.length == 1;
+  KernelFacts facts{};
+  const cudaError_t e = rows_contiguous ? kernel_facts<RK::rows_block, kReproThreads>(device, facts)
+                                        : kernel_facts<RK::columns, kReproThreads>(device, facts);
+  if (e != cudaSuccess) return e;
+  out.plan = plan_axis(rows_contiguous ? AxisPath::ReproRows : AxisPath::ReproColumns, layout, sizeof(T), sizeof(A),
+                       multiprocessors(device), facts.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
+  return cudaSuccess;
+}
+
+template <class T>
+cudaError_t launch_repro_pieces(const PiecesPlan& plan, const T* d_in, unsigned long long* pieces, cudaStream_t stream) {
+  if (plan.empty) return cudaSuccess;
+  return launch_repro_axis<T>(plan.layout, plan.plan, d_in, pieces, nullptr, stream);
+}
+
+// The axis reduction's temporary storage, whatever the inputs' alignment.
+template <class R>
+cudaError_t axis_temp_bytes(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, std::size_t& bytes,
+                            const char** message) {
+  AxisLaunch plan{};
+  if (cudaError_t e = plan_axis_launch<R>(axis, in, opt, device, plan, message); e != cudaSuccess) return e;
+  if (plan.plan.path == AxisPath::Flat) {
+    return temp_bytes_for<R>(plan.layout.length, in, opt, device, bytes, message);
+  }
+  bytes = plan.plan.temp_bytes;
+  if constexpr (two_inputs_v<R>) {
+  // The size query's pointers need not be the ones reduced: plan the other alignments too (one
+  // input's storage does not depend on its alignment; two inputs' on whether they are equally aligned).
+  for (std::uintptr_t offset : {std::uintptr_t(0), std::uintptr_t(16) - alignof(typename R::Input)}) {
+    inputs_t<R> other = in;
+    other.x = reinterpret_cast<const typename R::Input*>(std::uintptr_t(256) + offset);
+    if constexpr (two_inputs_v<R>) other.y = reinterpret_cast<const typename R::Input2*>(std::uintptr_t(256) + alignof(typename R::Input2));
+    AxisLaunch q{};
+    if (cudaError_t e = plan_axis_launch<R>(axis, other, opt, device, q, message); e != cudaSuccess) return e;
+    bytes = std::max(bytes, q.plan.temp_bytes);
+  }
+  }
+  return cudaSuccess;
+}
+
+template <class R>
+cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in, typename R::Out* d_out,
+                                   const Axis& axis, const R& red, cudaStream_t stream, const Options& opt,
+                                   const char** message = nullptr) {
+  if (!valid_reduction(red, message)) return cudaErrorInvalidValue;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (d_temp == nullptr) return axis_temp_bytes<R>(axis, in, opt, device, temp_bytes, message);
+  AxisLaunch plan{};
+  if (cudaError_t e = plan_axis_launch<R>(axis, in, opt, device, plan, message); e != cudaSuccess) return e;
+  if (plan.plan.path == AxisPath::Flat) {
+    return reduce_async_impl<R>(d_temp, temp_bytes, in, d_out, plan.layout.length, red, stream, opt, message);
+  }
+  if (plan.plan.path == AxisPath::Nothing) return cudaSuccess;
+  std::size_t needed = plan.plan.temp_bytes;
+  if constexpr (two_inputs_v<R>) {
+    if (cudaError_t e = axis_temp_bytes<R>(axis, in, opt, device, needed, message); e != cudaSuccess) return e;
+  }
+  const std::size_t reads = plan.plan.path == AxisPath::Identity ? 0 : 1;
+  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, reads, temp_bytes, needed);
+  if (message != nullptr) *message = error.message;
+  if (error.code != cudaSuccess) return error.code;
+  const cudaError_t launched = launch_axis<R>(plan, d_temp, in, d_out, red, stream);
+  if (launched != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
+  return launched;
+}
+
+// What reduce_axis_async would run (tests and tools).
+template <class R>
+cudaError_t describe_axis_reduction(const inputs_t<R>& in, const Axis& axis, const Options& opt, AxisPlan& plan) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  AxisLaunch launch_plan{};
+  const cudaError_t status = plan_axis_launch<R>(axis, in, opt, device, launch_plan, nullptr);
+  plan = launch_plan.plan;
+  return status;
+}
+
+template <class T, class Op>
+cudaError_t describe_axis(const T* d_in, const Axis& axis, const Options& opt, AxisPlan& plan) {
+  return describe_axis_reduction<builtin_t<T, Op>>({d_in}, axis, opt, plan);
+}
+
+template <class R, class Offset>
+cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in,
+                                       typename R::Out* d_out, std::size_t count, const Offset* d_begin,
+                                       const Offset* d_end, const R& red, cudaStream_t stream, const Options& opt,
+                                       const char** message = nullptr) {
+  using T = typename R::Input;
+  using P = typename R::Partial;
+  auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
+  if (!valid_reduction(red, message)) return cudaErrorInvalidValue;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  bool repro_sum = false;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  const int sms = multiprocessors(device);
+  SegmentPlan plan{};
+  AxisPlan ordered{};
+  KernelFacts main{}, join{};
+  std::size_t scan_bytes = 0;
+  // Two inputs equally aligned, or one: the vector kernels.
+  const bool vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
+  if (repro_sum) {
+    if constexpr (is_reproducible_sum_v<R>) {
+      if (cudaError_t e = kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>>, kReproThreads>(
+              device, main);
+          e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (segments)");
+      }
+    }
+  } else if constexpr (!R::commutative) {
+    const unsigned group = count <= 1024 ? kOrderedThreads : 32;
+    if (cudaError_t e = ordered_groups_facts<R, OrderedSegments<Offset>>(group, device, main); e != cudaSuccess) {
+      return fail(e, "no kernel image for this GPU (ordered segments)");
+    }
+    ordered.group = group;
+    ordered.grid = static_cast<unsigned>(std::clamp<std::size_t>((count + kOrderedThreads / group - 1) / (kOrderedThreads / group), 1,
+                                                                 std::size_t(sms) * std::max(main.blocks_per_sm, 1)));
+  } else {
+    const cudaError_t e = with_vector_width<R>(vectors, [&]<unsigned V>() {
+      if (cudaError_t f = kernel_facts<segments_kernel<V, R, Offset>, kAxisThreads>(device, main); f != cudaSuccess) return f;
+      return kernel_facts<segments_join_kernel<R>, kAxisThreads>(device, join);
+    });
+    if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
+    if (count > 0) {
+      if (cudaError_t f = inclusive_scan_pieces(nullptr, scan_bytes, nullptr, nullptr, count, stream); f != cudaSuccess) {
+        return fail(f, "segment scan size query");
+      }
+    }
+    plan = plan_segments(count, sizeof(P), scan_bytes, sms, main.blocks_per_sm, opt.max_blocks);
+    if constexpr (kScalarVariant<R>) {
+      // Two inputs may be read by vectors or not: storage for the slots of either grid.
+      KernelFacts other{};
+      const cudaError_t g = vectors ? kernel_facts<segments_kernel<1, R, Offset>, kAxisThreads>(device, other)
+                                    : kernel_facts<segments_kernel<kVecOf<R>, R, Offset>, kAxisThreads>(device, other);
+      if (g != cudaSuccess) return fail(g, "no kernel image for this GPU (segments)");
+      plan.temp_bytes = std::max(
+          plan.temp_bytes, plan_segments(count, sizeof(P), scan_bytes, sms, other.blocks_per_sm, opt.max_blocks).temp_bytes);
+    }
+  }
+  if (d_temp == nullptr) {
+    temp_bytes = plan.temp_bytes;
+    return cudaSuccess;
+  }
+  if (count == 0) return cudaSuccess;
+  if (d_begin == nullptr || d_end == nullptr) return fail(cudaErrorInvalidValue, "d_begin or d_end is null");
+  if (reinterpret_cast<std::uintptr_t>(d_begin) % alignof(Offset) != 0 ||
+      reinterpret_cast<std::uintptr_t>(d_end) % alignof(Offset) != 0) {
+    return fail(cudaErrorMisalignedAddress, "d_begin or d_end is not aligned to its offset type");
+  }
+  const ArgumentError error =
+      validate_reduction<R>(in, d_out, d_temp, in.x != nullptr ? 1 : 0, temp_bytes, plan.temp_bytes);
+  if (error.code != cudaSuccess) return fail(error.code, error.message);
+  if (primitives::check_device_pointer(d_begin) != cudaSuccess || primitives::check_device_pointer(d_end) != cudaSuccess) {
+    return fail(cudaErrorInvalidDevicePointer, "d_begin or d_end is host memory the device cannot read");
+  }
+  if (repro_sum) {
+    if constexpr (is_reproducible_sum_v<R>) {
+      using A = typename R::Acc;
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(
+          count, opt.max_blocks > 0 ? opt.max_blocks : std::size_t(std::numeric_limits<int>::max())));
+      const ReproRowsArgs<SegmentViews<T, Offset>, A> args{{in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, d_out};
+      return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>>, grid, kReproThreads, 0, stream,
+                    false, args);
+    }
+    return cudaErrorNotSupported;
+  }
+  if constexpr (!R::commutative) {
+    return launch_ordered_groups<R>(ordered.group, ordered.grid, in.x, OrderedSegments<Offset>{d_begin, d_end}, count,
+                                    d_out, red, stream);
+  } else {
+    char* base = static_cast<char*>(d_temp);
+    auto* pieces = reinterpret_cast<unsigned long long*>(base + plan.pieces_offset);
+    auto* scan = reinterpret_cast<unsigned long long*>(base + plan.scan_offset);
+    P* slots = reinterpret_cast<P*>(base + plan.slots_offset);
+    const unsigned count_grid = static_cast<unsigned>(std::min<std::size_t>((count + kAxisThreads - 1) / kAxisThreads, 1u << 16));
+    cudaError_t status = launch(segment_pieces_kernel<Offset>, count_grid, kAxisThreads, 0, stream, false, d_begin, d_end,
+                                count, pieces);
+    if (status == cudaSuccess) {
+      status = inclusive_scan_pieces(base + plan.scan_temp_offset, scan_bytes, pieces, scan, count, stream);
+    }
+    if (status == cudaSuccess) {
+      status = with_vector_width<R>(vectors, [&]<unsigned V>() {
+        return launch(segments_kernel<V, R, Offset>, plan.grid, kAxisThreads, 0, stream, false,
+                      SegmentArgs<R, Offset>{in, d_begin, d_end, count, scan, slots, d_out}, red);
+      });
+    }
+    if (status == cudaSuccess) {
+      const unsigned workers = plan.grid * kAxisWarps;
+      const bool dependent = compute_major(device) >= 9 && join.ptx_version >= 90;
+      status = launch(segments_join_kernel<R>, plan.grid, kAxisThreads, 0, stream, dependent,
+                      static_cast<const unsigned long long*>(scan), count, static_cast<const P*>(slots), workers, d_out,
+                      red);
+    }
+    return status;
+  }
+}
+
+}  // namespace fastreduce::engine
+
+namespace fastreduce::detail {
+
+template <class T, class Op>
+cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                              const Axis& axis, Op op, cudaStream_t stream, const Options& opt) {
+  return engine::reduce_axis_async_impl<engine::builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, axis, {op}, stream,
+                                                                  opt);
+}
+
+template <class T, class Op>
+void reduce_axis(cudaStream_t stream, const T* d_in, acc_t<T, Op>* d_out, const Axis& axis, Op op, const Options& opt) {
+  using R = engine::builtin_t<T, Op>;
+  engine::run_blocking_void(stream, "fastreduce::reduce_axis", [&](void* temp, std::size_t& bytes, const char** message) {
+    return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, R{op}, stream, opt, message);
+  });
+}
+
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
+                                  std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                                  cudaStream_t stream, const Options& opt) {
+  return engine::reduce_segments_async_impl<engine::builtin_t<T, Op>, Offset>(d_temp, temp_bytes, {d_in}, d_out,
+                                                                              num_segments, d_begin, d_end, {op},
+                                                                              stream, opt);
+}
+
+}  // namespace fastreduce::detail
+
+#define FASTREDUCE_INSTANTIATE_SEGMENTS(T, Op, Offset)                                                           \
+  template cudaError_t fastreduce::detail::reduce_segments_async<T, Op, Offset>(                                \
+      void*, std::size_t&, const T*, fastreduce::acc_t<T, Op>*, std::size_t, const Offset*, const Offset*, Op, \
+      cudaStream_t, const fastreduce::Options&);
+
+// The axis and segmented entry points for input T and op Op.
+#define FASTREDUCE_INSTANTIATE_AXIS(T, Op)                                                                         \
+  template cudaError_t fastreduce::detail::reduce_axis_async<T, Op>(void*, std::size_t&, const T*,                \
+                                                                    fastreduce::acc_t<T, Op>*,                    \
+                                                                    const fastreduce::Axis&, Op, cudaStream_t,    \
+                                                                    const fastreduce::Options&);                  \
+  template void fastreduce::detail::reduce_axis<T, Op>(cudaStream_t, const T*, fastreduce::acc_t<T, Op>*,         \
+                                                       const fastreduce::Axis&, Op, const fastreduce::Options&); \
+  template cudaError_t fastreduce::engine::describe_axis<T, Op>(const T*, const fastreduce::Axis&,                \
+                                                                const fastreduce::Options&,                       \
+                                                                fastreduce::engine::AxisPlan&);                   \
+  FASTREDUCE_INSTANTIATE_SEGMENTS(T, Op, std::int32_t)                                                           \
+  FASTREDUCE_INSTANTIATE_SEGMENTS(T, Op, std::int64_t)                                                           \
+  FASTREDUCE_INSTANTIATE_SEGMENTS(T, Op, std::uint64_t)

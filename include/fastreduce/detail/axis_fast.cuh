@@ -1,0 +1,422 @@
+// The fast-mode kernels of axis and segmented reductions (paths: detail/axis_plan.hpp), for every
+// reduction (detail/reduction.cuh). Each output is reduced by one thread group (a group of
+// lanes, a warp or a block) in an order fixed by the shape, the plan and the address modulo 16,
+// so results are bitwise repeatable. Pieces of long rows or columns leave partials that a second
+// kernel combines in index order (launched with programmatic dependent launch on sm_90, like the
+// 1-D engine's combine). No block ever waits for another. The index a reduction's fold sees is
+// the element's position along the reduced axis.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "fastreduce/detail/axis_plan.hpp"
+#include "fastreduce/detail/block_reduce.cuh"
+#include "fastreduce/detail/grid_finish.cuh"
+#include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/detail/vector.cuh"
+#include "fastreduce/detail/warp_reduce.cuh"
+
+namespace fastreduce::engine {
+
+using primitives::kFullMask;
+
+// A thread's part of the reduction of elements [0, n) of `in` by a group of Group threads (this
+// one is `rank`), folded by r: the elements before the first vector boundary, then whole vectors
+// (Unroll in flight, into the thread's states in turn), then the elements after the last whole
+// vector. Element k has index `index + k`. (Two inputs: V > 1 only where they are equally aligned.)
+template <unsigned Group, unsigned Unroll, unsigned V, class R>
+__device__ __forceinline__ typename R::Acc range_partial(const R& r, const inputs_t<R>& in, std::size_t n,
+                                                         unsigned rank, std::size_t index) {
+  using T = typename R::Input;
+  using State = typename R::State;
+  constexpr unsigned F = R::folds < Unroll ? R::folds : Unroll;
+  constexpr std::size_t kAlign = primitives::kVecAlign<T, V>;
+  const std::uintptr_t misalignment = reinterpret_cast<std::uintptr_t>(in.x) % kAlign;
+  std::size_t head = misalignment == 0 ? 0 : (kAlign - misalignment) / sizeof(T);
+  head = head < n ? head : n;
+  const std::size_t vectors = (n - head) / V;
+  State s[F];
+#pragma unroll
+  for (unsigned f = 0; f < F; ++f) s[f] = r.start();
+  for (std::size_t k = rank; k < head; k += Group) s[0] = fold_element(r, s[0], in, std::ptrdiff_t(k), index + k);
+  std::size_t i = rank;
+  for (; i + (Unroll - 1) * Group < vectors; i += Unroll * Group) {
+    Loaded<R, V> v[Unroll];
+#pragma unroll
+    for (unsigned u = 0; u < Unroll; ++u) v[u] = load_vector<V, primitives::LoadHint::ReadOnly, R>(in, head, i + u * Group);
+#pragma unroll
+    for (unsigned u = 0; u < Unroll; ++u) s[u % F] = fold_loaded(r, s[u % F], v[u], index + head + (i + u * Group) * V);
+  }
+#pragma unroll
+  for (unsigned u = 0; u + 1 < Unroll; ++u) {
+    if (i + u * Group < vectors) {
+      s[u % F] = fold_loaded(r, s[u % F], load_vector<V, primitives::LoadHint::ReadOnly, R>(in, head, i + u * Group),
+                             index + head + (i + u * Group) * V);
+    }
+  }
+  for (std::size_t k = head + vectors * V + rank; k < n; k += Group) {
+    s[0] = fold_element(r, s[0], in, std::ptrdiff_t(k), index + k);
+  }
+  typename R::Acc acc = r.value(s[0]);
+#pragma unroll
+  for (unsigned f = 1; f < F; ++f) acc = r.combine(acc, r.value(s[f]));
+  return acc;
+}
+
+// Where row r of an axis layout starts, in elements from element (0, 0, 0): row r is output
+// r = o * inner + i, its elements contiguous.
+struct RowOffsets {
+  std::size_t length;
+  std::size_t inner;
+  std::int64_t outer_stride;
+  std::int64_t inner_stride;
+  __device__ __forceinline__ std::int64_t operator()(std::size_t r) const {
+    if (inner == 1) return static_cast<std::int64_t>(r) * outer_stride;
+    return static_cast<std::int64_t>(r / inner) * outer_stride + static_cast<std::int64_t>(r % inner) * inner_stride;
+  }
+};
+
+// The rows of an axis layout as pointers (the reproducible kernels).
+template <class T>
+struct AxisRows {
+  const T* in;
+  RowOffsets offsets;
+  __device__ __forceinline__ const T* row(std::size_t r) const { return in + offsets(r); }
+};
+
+// N copies of a reduction made by f(0), ..., f(N - 1) (a reduction need not be default-constructible).
+template <class R, unsigned N>
+struct Units {
+  R u[N];
+};
+template <class R, unsigned N, class F, unsigned... I>
+__device__ __forceinline__ Units<R, N> make_units(const F& f, std::integer_sequence<unsigned, I...>) {
+  return {{f(I)...}};
+}
+template <class R, unsigned N, class F>
+__device__ __forceinline__ Units<R, N> make_units(const F& f) {
+  return make_units<R, N>(f, std::make_integer_sequence<unsigned, N>{});
+}
+
+// out[q] = the reduction of no element, for every output (length 0).
+template <class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_identity_kernel(typename R::Out* out, std::size_t count, R r) {
+  const typename R::Out value = r.project(r.partial_identity());
+  for (std::size_t q = std::size_t(blockIdx.x) * kAxisThreads + threadIdx.x; q < count;
+       q += std::size_t(gridDim.x) * kAxisThreads) {
+    out[q] = value;
+  }
+}
+
+template <class R>
+struct TileArgs {
+  inputs_t<R> in;
+  std::size_t rows;
+  std::size_t length;
+  std::size_t rows_per_tile;
+  std::size_t tiles;
+  unsigned group;  // threads per row: a power of two up to 32
+  typename R::Out* out;
+};
+
+// Elements of one input a RowsTile block stages (two inputs share the tile's bytes).
+template <class R>
+inline constexpr std::size_t kTileElems = kAxisPolicy.tile_bytes / (two_inputs_v<R> ? 2 : 1) / sizeof(typename R::Input);
+
+// Stages elements [s, e) of `in` in shared memory `staged` with 16-byte loads: shared element j
+// holds element base + j, base the vector boundary at or below s (it may lie before `in`: those
+// slots are never read); off = s - base.
+template <class T>
+__device__ __forceinline__ void stage_tile(const T* in, std::size_t s, std::size_t e, std::size_t off,
+                                           primitives::Vec<T>* staged) {
+  using primitives::Vec;
+  constexpr unsigned V = primitives::kVecElems<T>;
+  const std::size_t first_vec = off == 0 ? s : s - off + V;  // first boundary >= s
+  const std::size_t end_vec = e >= first_vec ? first_vec + (e - first_vec) / V * V : first_vec;
+  const std::size_t vectors = (end_vec - first_vec) / V;
+  T* dst = reinterpret_cast<T*>(staged);
+  const Vec<T>* src = reinterpret_cast<const Vec<T>*>(in + first_vec);
+  Vec<T>* vdst = staged + (first_vec - s + off) / V;
+  for (std::size_t j = threadIdx.x; j < vectors; j += kAxisThreads) vdst[j] = primitives::load_vec(src + j);
+  const std::size_t lead = (first_vec < e ? first_vec : e) - s;  // elements before the first vector
+  if (threadIdx.x < lead) dst[off + threadIdx.x] = in[s + threadIdx.x];
+  const std::size_t trail_begin = end_vec > s + lead ? end_vec : s + lead;
+  if (trail_begin + threadIdx.x < e) dst[off + trail_begin - s + threadIdx.x] = in[trail_begin + threadIdx.x];
+}
+
+// Contiguous short rows: each block stages whole rows (a tile of at most kAxisPolicy.tile_bytes)
+// in shared memory with 16-byte loads, then groups of `group` threads reduce a row each and the
+// group's first thread writes it. (Inputs of a type that fills 16-byte vectors; two inputs
+// equally far from a 16-byte boundary.)
+template <class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_tile_kernel(TileArgs<R> args, R red) {
+  using T = typename R::Input;
+  using Acc = typename R::Acc;
+  using primitives::Vec;
+  constexpr bool kTwo = two_inputs_v<R>;
+  using U = std::conditional_t<kTwo, typename R::Input2, T>;
+  constexpr unsigned V = primitives::kVecElems<T>;
+  static_assert(V * sizeof(T) == 16 && sizeof(U) == sizeof(T), "the tile is staged with 16-byte loads");
+  constexpr std::size_t kElems = kTileElems<R>;
+  __shared__ Vec<T> staged[kElems / V + 2];
+  __shared__ Vec<U> staged_y[kTwo ? kElems / V + 2 : 1];
+  const T* smem = reinterpret_cast<const T*>(staged);
+  const U* smem_y = reinterpret_cast<const U*>(staged_y);
+  const std::uintptr_t misalignment = reinterpret_cast<std::uintptr_t>(args.in.x) % 16;
+  const std::size_t head = misalignment == 0 ? 0 : (16 - misalignment) / sizeof(T);  // < V
+  const unsigned group = args.group;
+  const unsigned rank = threadIdx.x % group;
+  for (std::size_t tile = blockIdx.x; tile < args.tiles; tile += gridDim.x) {
+    const std::size_t r0 = tile * args.rows_per_tile;
+    const std::size_t rows = args.rows - r0 < args.rows_per_tile ? args.rows - r0 : args.rows_per_tile;
+    const std::size_t s = r0 * args.length;
+    const std::size_t e = s + rows * args.length;
+    const std::size_t off = (s + V - head) % V;
+    stage_tile(args.in.x, s, e, off, staged);
+    if constexpr (kTwo) stage_tile(args.in.y, s, e, off, staged_y);
+    __syncthreads();  // the tile is staged
+    const unsigned per_pass = kAxisThreads / group;
+    // Rows of whole vectors that start on a vector in shared memory are read a vector at a time
+    // (4- and 8-byte types: measured slower for 2-byte ones, whose vectors are 8 elements).
+    const bool vector_rows = sizeof(T) >= 4 && off == 0 && args.length % V == 0;
+    for (std::size_t first_row = 0; first_row < rows; first_row += per_pass) {
+      const std::size_t r = first_row + threadIdx.x / group;
+      const R u = red.at(r < rows ? smem + off + r * args.length : nullptr);
+      typename R::State st = u.start();
+      if (r < rows && vector_rows) {
+        const Vec<T>* row = staged + r * args.length / V;
+        const Vec<U>* row_y = staged_y + (kTwo ? r * args.length / V : 0);
+        for (std::size_t j = rank; j < args.length / V; j += group) {
+          if constexpr (kTwo) st = u.fold_vec(st, row[j], row_y[j], j * V);
+          else st = u.fold_vec(st, row[j], j * V);
+        }
+      } else if (r < rows) {
+        const T* row = smem + off + r * args.length;
+        const U* row_y = smem_y + (kTwo ? off + r * args.length : 0);
+        for (std::size_t k = rank; k < args.length; k += group) {
+          if constexpr (kTwo) st = u.fold(st, row[k], row_y[k], k);
+          else st = u.fold(st, row[k], k);
+        }
+      }
+      Acc acc = u.value(st);
+      for (unsigned offset = group / 2; offset > 0; offset /= 2) acc = u.combine(acc, primitives::shfl_xor(acc, offset));
+      if (r < rows && rank == 0) args.out[r0 + r] = u.project(u.partial(acc));
+    }
+    __syncthreads();  // every row is read before the next tile is staged
+  }
+}
+
+template <class R>
+struct RowsArgs {
+  inputs_t<R> in;
+  RowOffsets rows;
+  std::size_t items;  // rows * chunks
+  unsigned chunks;
+  std::size_t chunk;  // elements per piece (the whole row when chunks == 1)
+  typename R::Partial* partials;  // chunks > 1: partials[row * chunks + piece]
+  typename R::Out* out;
+};
+
+// Rows whose elements are contiguous: a warp (Group 32) or the block (Group kAxisThreads) per
+// row or piece of a row.
+template <unsigned Group, unsigned V, class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_rows_kernel(RowsArgs<R> args, R red) {
+  using Acc = typename R::Acc;
+  constexpr unsigned kPerBlock = kAxisThreads / Group;
+  __shared__ primitives::BlockReduceStorage<Acc, kAxisThreads> storage;
+  const unsigned rank = threadIdx.x % Group;
+  for (std::size_t item = std::size_t(blockIdx.x) * kPerBlock + threadIdx.x / Group; item < args.items;
+       item += std::size_t(gridDim.x) * kPerBlock) {
+    const std::size_t r = item / args.chunks;
+    const std::size_t begin = (item % args.chunks) * args.chunk;
+    const std::size_t end = begin + args.chunk < args.rows.length ? begin + args.chunk : args.rows.length;
+    const inputs_t<R> piece = advance(args.in, args.rows(r) + static_cast<std::int64_t>(begin));
+    const R u = red.at(piece.x);
+    Acc acc = range_partial<Group, 4, V>(u, piece, end - begin, rank, begin);
+    if constexpr (Group == 32) {
+      acc = primitives::warp_reduce(acc, combiner_of(u));
+    } else {
+      acc = primitives::block_reduce<kAxisThreads>(acc, combiner_of(u), storage, u.identity());
+    }
+    if (rank == 0) {
+      if (args.chunks == 1) args.out[r] = u.project(u.partial(acc));
+      else args.partials[item] = u.partial(acc);
+    }
+    if constexpr (Group != 32) __syncthreads();  // warp 0 is done with `storage`
+  }
+}
+
+// out[r] = project(merge over the pieces of row r, in piece order): a warp per row.
+template <class R>
+__global__ void __launch_bounds__(kAxisThreads) combine_row_pieces_kernel(const typename R::Partial* partials,
+                                                                          std::size_t rows, unsigned chunks,
+                                                                          typename R::Out* out, R r) {
+  using P = typename R::Partial;
+  primitives::wait_for_prior_grid();
+  const unsigned lane = threadIdx.x % 32;
+  for (std::size_t q = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32; q < rows;
+       q += std::size_t(gridDim.x) * kAxisWarps) {
+    P acc = r.partial_identity();
+    for (unsigned c = lane; c < chunks; c += 32) acc = r.merge(acc, primitives::load_from_l2(partials + q * chunks + c));
+    acc = primitives::warp_reduce(acc, merger_of(r));
+    if (lane == 0) out[q] = r.project(acc);
+  }
+}
+
+template <class R>
+struct ColumnsArgs {
+  inputs_t<R> in;
+  std::size_t outer, length, inner;
+  std::int64_t outer_stride, length_stride;
+  unsigned width;  // packs of columns per block
+  unsigned lanes;  // row lanes per block: thread t takes pack t % width, rows t / width + lanes * m
+  std::size_t col_blocks;
+  unsigned chunks;
+  std::size_t chunk;  // rows per piece
+  std::size_t items;  // outer * chunks * col_blocks
+  typename R::Partial* partials;  // chunks > 1: partials[(o * chunks + piece) * inner + i]
+  typename R::Out* out;
+};
+
+// Columns a thread takes at once: a vector's worth where the lanes' values of a block still fit
+// 32 KB of shared memory, else one (the scalar column path).
+template <class R>
+inline constexpr unsigned kColumnPack =
+    sizeof(typename R::Acc) * kAxisThreads * kVecOf<R> <= 32768 ? kVecOf<R> : 1u;
+
+// Inner-contiguous columns: thread t walks down a pack of Pack adjacent columns (a 16-byte
+// vector, or one element), taking every lanes-th row of the block's piece; the row lanes' values
+// then meet in shared memory in lane order.
+template <unsigned Pack, class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_columns_kernel(ColumnsArgs<R> args, R red) {
+  using Acc = typename R::Acc;
+  using State = typename R::State;
+  using L = Loaded<R, Pack>;
+  __shared__ Acc stage[kAxisThreads * Pack];
+  const unsigned w = threadIdx.x % args.width;
+  const unsigned kk = threadIdx.x / args.width;
+  const std::int64_t ls = args.length_stride;
+  for (std::size_t item = blockIdx.x; item < args.items; item += gridDim.x) {
+    const std::size_t cb = item % args.col_blocks;
+    const std::size_t rest = item / args.col_blocks;
+    const std::size_t piece = rest % args.chunks;
+    const std::size_t o = rest / args.chunks;
+    const std::size_t col = (cb * args.width + w) * Pack;
+    const std::size_t k_begin = piece * args.chunk;
+    // Column c of this piece starts at element (o, k_begin, c).
+    const auto column_start = [&](std::size_t c) {
+      return static_cast<std::int64_t>(o) * args.outer_stride + static_cast<std::int64_t>(k_begin) * ls +
+             static_cast<std::int64_t>(c);
+    };
+    const Units<R, Pack> units = make_units<R, Pack>([&](unsigned e) {
+      return red.at(kk < args.lanes && col + e < args.inner ? args.in.x + column_start(col + e) : nullptr);
+    });
+    const R* u = units.u;
+    State s[Pack];
+#pragma unroll
+    for (unsigned e = 0; e < Pack; ++e) s[e] = u[e].start();
+    if (kk < args.lanes && col < args.inner) {
+      const inputs_t<R> base = advance(args.in, static_cast<std::int64_t>(o) * args.outer_stride + static_cast<std::int64_t>(col));
+      const std::size_t k_end = k_begin + args.chunk < args.length ? k_begin + args.chunk : args.length;
+      std::size_t k = k_begin + kk;
+      const std::size_t step = args.lanes;
+      const auto fold_row = [&](const L& v, std::size_t row) {
+#pragma unroll
+        for (unsigned e = 0; e < Pack; ++e) {
+          if constexpr (two_inputs_v<R>) s[e] = u[e].fold(s[e], v.x.elem[e], v.y.elem[e], row);
+          else s[e] = u[e].fold(s[e], v.x.elem[e], row);
+        }
+      };
+      for (; k + 3 * step < k_end; k += 4 * step) {
+        L v[4];
+#pragma unroll
+        for (unsigned q = 0; q < 4; ++q) v[q] = load_vector<Pack, primitives::LoadHint::ReadOnly, R>(base, static_cast<std::int64_t>(k + q * step) * ls, 0);
+#pragma unroll
+        for (unsigned q = 0; q < 4; ++q) fold_row(v[q], k + q * step);
+      }
+      for (; k < k_end; k += step) fold_row(load_vector<Pack, primitives::LoadHint::ReadOnly, R>(base, static_cast<std::int64_t>(k) * ls, 0), k);
+    }
+#pragma unroll
+    for (unsigned e = 0; e < Pack; ++e) stage[threadIdx.x * Pack + e] = u[e].value(s[e]);
+    __syncthreads();  // every lane's values are staged
+    const unsigned columns = args.width * Pack;
+    for (unsigned j = threadIdx.x; j < columns; j += kAxisThreads) {
+      const std::size_t i = cb * columns + j;
+      if (i >= args.inner) break;
+      const R uc = red.at(args.in.x + column_start(i));
+      Acc v = uc.identity();
+      for (unsigned l = 0; l < args.lanes; ++l) v = uc.combine(v, stage[l * columns + j]);
+      if (args.chunks == 1) args.out[o * args.inner + i] = uc.project(uc.partial(v));
+      else args.partials[(o * args.chunks + piece) * args.inner + i] = uc.partial(v);
+    }
+    __syncthreads();  // `stage` is read before the next item writes it
+  }
+}
+
+// out[o * inner + i] = project(merge over the pieces of that column). A block per 32 outputs (its
+// lanes): the warps take every kAxisWarps-th piece, then their partials meet in warp order. The
+// order depends only on the piece count, so results are repeatable.
+template <class R>
+__global__ void __launch_bounds__(kAxisThreads) combine_column_pieces_kernel(const typename R::Partial* partials,
+                                                                             std::size_t outer, std::size_t inner,
+                                                                             unsigned chunks, typename R::Out* out,
+                                                                             R r) {
+  using P = typename R::Partial;
+  __shared__ P stage[kAxisWarps][32];
+  primitives::wait_for_prior_grid();
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  for (std::size_t first = std::size_t(blockIdx.x) * 32; first < outer * inner; first += std::size_t(gridDim.x) * 32) {
+    const std::size_t q = first + lane;
+    P acc = r.partial_identity();
+    if (q < outer * inner) {
+      const P* column = partials + (q / inner) * chunks * inner + q % inner;
+      unsigned c = warp;
+      for (; c + 3 * kAxisWarps < chunks; c += 4 * kAxisWarps) {
+        P v[4];
+#pragma unroll
+        for (unsigned u = 0; u < 4; ++u) v[u] = primitives::load_from_l2(column + std::size_t(c + u * kAxisWarps) * inner);
+#pragma unroll
+        for (unsigned u = 0; u < 4; ++u) acc = r.merge(acc, v[u]);
+      }
+      for (; c < chunks; c += kAxisWarps) acc = r.merge(acc, primitives::load_from_l2(column + std::size_t(c) * inner));
+    }
+    stage[warp][lane] = acc;
+    __syncthreads();  // every warp's partial is staged
+    if (warp == 0 && q < outer * inner) {
+      P total = stage[0][lane];
+      for (unsigned w = 1; w < kAxisWarps; ++w) total = r.merge(total, stage[w][lane]);
+      out[q] = r.project(total);
+    }
+    __syncthreads();  // `stage` is read before the next round writes it
+  }
+}
+
+template <class R>
+struct StridedArgs {
+  inputs_t<R> in;
+  std::size_t outputs, length, inner;
+  std::int64_t outer_stride, length_stride, inner_stride;
+  typename R::Out* out;
+};
+
+// Any other view: a warp per output, its lanes striding along the reduced axis.
+template <class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_strided_kernel(StridedArgs<R> args, R red) {
+  const unsigned lane = threadIdx.x % 32;
+  for (std::size_t q = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32; q < args.outputs;
+       q += std::size_t(gridDim.x) * kAxisWarps) {
+    const inputs_t<R> base = advance(args.in, static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
+                                                  static_cast<std::int64_t>(q % args.inner) * args.inner_stride);
+    const R u = red.at(base.x);
+    typename R::State s = u.start();
+    for (std::size_t k = lane; k < args.length; k += 32) {
+      s = fold_element(u, s, base, static_cast<std::int64_t>(k) * args.length_stride, k);
+    }
+    const typename R::Acc acc = primitives::warp_reduce(u.value(s), combiner_of(u));
+    if (lane == 0) args.out[q] = u.project(u.partial(acc));
+  }
+}
+
+}  // namespace fastreduce::engine

@@ -1,0 +1,477 @@
+// The 1-D reduction of any reduction (detail/reduction.cuh): argument checks, the choice of path
+// (route) and its launches. The library instantiates it for the built-in types and ops
+// (src/engine/engine_<type>.cu); the header-only entry points (fastreduce/reduce.cuh,
+// fastreduce/stats.cuh) for the others.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "fastreduce/detail/bulk_path.cuh"
+#include "fastreduce/detail/describe.hpp"
+#include "fastreduce/detail/device_pointer.hpp"
+#include "fastreduce/detail/fast_path.cuh"
+#include "fastreduce/detail/grid_finish.cuh"
+#include "fastreduce/detail/launch.cuh"
+#include "fastreduce/detail/ordered.cuh"
+#include "fastreduce/detail/plan.hpp"
+#include "fastreduce/detail/policy.hpp"
+#include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/detail/repro_path.cuh"
+#include "fastreduce/detail/temp_cache.hpp"
+#include "fastreduce/fastreduce.cuh"
+
+namespace fastreduce::engine {
+
+// A built-in reduction of T with Op (fastreduce.cuh's acc_t).
+template <class T, class Op>
+using builtin_t = Builtin<T, Op, acc_t<T, Op>>;
+
+// The reproducible sum's kernels serve the built-in floating-point sums.
+template <class R>
+inline constexpr bool is_reproducible_sum_v = false;
+template <class T>
+inline constexpr bool is_reproducible_sum_v<Builtin<T, Sum, acc_t<T, Sum>>> = std::is_floating_point_v<acc_t<T, Sum>>;
+
+// A reduction whose thread state is large takes blocks of 256 threads.
+template <class R>
+inline constexpr bool kHeavy = sizeof(typename R::State) > kHeavyStateBytes;
+
+// The kernels of each path for reduction R with V elements a vector.
+template <class R, unsigned V>
+struct Kernels {
+  using T = typename R::Input;
+  static constexpr FastPolicy small_policy = kHeavy<R> ? kHeavySmall : kSmall;
+  static constexpr FastPolicy large_policy = kHeavy<R> ? kHeavyLarge : kLarge;
+  static constexpr auto one_block = fast_reduce_kernel<kOneBlock.threads, kOneBlock.unroll, kLoadHint, V, R>;
+  static constexpr auto small = fast_reduce_kernel<small_policy.threads, small_policy.unroll, kLoadHint, V, R>;
+  static constexpr auto large = fast_reduce_kernel<large_policy.threads, large_policy.unroll, kLoadHint, V, R>;
+  static constexpr auto combine = primitives::combine_partials_kernel<kCombineThreads, R>;
+  // Bulk copies stream one input of 4- or 8-byte elements.
+  static constexpr bool bulk_ok = !two_inputs_v<R> && sizeof(T) >= 4 && V * sizeof(T) == 16;
+  static constexpr auto bulk() {
+    if constexpr (bulk_ok) return bulk_reduce_kernel<kBulk.threads, kBulk.stages, kBulk.stage_bytes, R>;
+    else return nullptr;
+  }
+  // Ops that are not commutative: the ordered tiles (detail/ordered.cuh).
+  static constexpr auto ordered() {
+    if constexpr (!R::commutative) return ordered_tiles_kernel<V, R>;
+    else return nullptr;
+  }
+  static constexpr auto ordered_combine() {
+    if constexpr (!R::commutative) return ordered_partials_kernel<R>;
+    else return nullptr;
+  }
+};
+
+// A route and everything its launches need.
+struct Launch {
+  Route route;
+  FastPlan fast{};
+  BulkPlan bulk{};
+  ReproPlan repro{};
+  OrderedPlan ordered{};
+  bool vectors = true;  // the kernels with a vector of V > 1 elements (else single elements)
+};
+
+// Whether the inputs can be read by vectors: one input always (its head is peeled); two when
+// their elements have the same size and the same offset from a 16-byte boundary. Ordered paths
+// need the one input 16-byte aligned.
+template <class R>
+bool vectors_fit(const inputs_t<R>& in) {
+  if constexpr (kVecOf<R> == 1) {
+    return false;
+  } else if constexpr (two_inputs_v<R>) {
+    const auto x = reinterpret_cast<std::uintptr_t>(in.x), y = reinterpret_cast<std::uintptr_t>(in.y);
+    return (x > y ? x - y : y - x) % 16 == 0;
+  } else if constexpr (!R::commutative) {
+    return reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
+  } else {
+    return true;
+  }
+}
+
+// Reductions whose inputs are not always read by vectors: two inputs (unless equally aligned)
+// and the ordered path (unless 16-byte aligned). They have kernels of single elements too.
+template <class R>
+inline constexpr bool kScalarVariant = kVecOf<R> > 1 && (two_inputs_v<R> || !R::commutative);
+
+// Calls f.template operator()<V>() with the vector width the launch uses.
+template <class R, class F>
+decltype(auto) with_vector_width(bool vectors, F&& f) {
+  if constexpr (kScalarVariant<R>) {
+    if (!vectors) return f.template operator()<1u>();
+  }
+  return f.template operator()<kVecOf<R>>();
+}
+
+inline cudaError_t planning_error(const char** message, cudaError_t e, const char* text) {
+  if (message != nullptr) *message = text;
+  return e;
+}
+
+// What Mode::Reproducible means for R: the reproducible sum's kernels (`repro_sum` set), the fast
+// ones as they are (a result exact in any order), or cudaErrorNotSupported.
+template <class R>
+cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message) {
+  repro_sum = false;
+  if (opt.mode != Mode::Reproducible) return cudaSuccess;
+  if constexpr (is_reproducible_sum_v<R>) {
+    repro_sum = true;
+  } else if constexpr (!R::order_independent) {
+    return planning_error(message, cudaErrorNotSupported,
+                          "Mode::Reproducible: this op's result depends on the order of its floating-point operations "
+                          "(reproducible forms: Sum of floating-point types, and ops whose result is exact)");
+  }
+  return cudaSuccess;
+}
+
+// Chooses the path for n elements at `in` on `device` and plans it. Errors: a kernel that cannot
+// run on this device (the library was not compiled for it), and the mode's limits. `vectors`
+// fixes the vector width (the size query plans both).
+template <class R>
+cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt, int device, Launch& out,
+                        const char** message, int vectors = -1) {
+  using T = typename R::Input;
+  using P = typename R::Partial;
+  constexpr std::size_t kRead = sizeof(T) + (two_inputs_v<R> ? sizeof(typename R::Input2) : 0);
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(in.x);
+  const int sms = multiprocessors(device);
+  const int major = compute_major(device);
+  const bool dependent_possible = major >= 9;
+  auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
+  out.vectors = vectors >= 0 ? vectors == 1 && kVecOf<R> > 1 : vectors_fit<R>(in);
+
+  bool repro_sum = false;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  if (repro_sum) {
+    if constexpr (is_reproducible_sum_v<R>) {
+      using A = typename R::Acc;
+      if (n >= kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
+      KernelFacts main{}, finish{};
+      if (cudaError_t e = kernel_facts<repro_sum_kernel<T>, kReproThreads>(device, main); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (reproducible sum)");
+      }
+      if (cudaError_t e = kernel_facts<repro_finish_kernel<A>, kReproThreads>(device, finish); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (reproducible combine)");
+      }
+      out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
+      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
+                             dependent_possible && finish.ptx_version >= 90);
+      return cudaSuccess;
+    }
+  }
+
+  return with_vector_width<R>(out.vectors, [&]<unsigned V>() -> cudaError_t {
+    using K = Kernels<R, V>;
+    // A grid of more than one block leaves its partials to the combine kernel.
+    auto route_with_combine = [&](Path path, unsigned grid, unsigned threads, std::size_t temp_bytes, std::size_t depth,
+                                  auto combine_kernel) -> cudaError_t {
+      bool dependent = false;
+      if (grid > 1) {
+        KernelFacts combine{};
+        if (cudaError_t e = kernel_facts<decltype(combine_kernel)::value, kCombineThreads>(device, combine); e != cudaSuccess) {
+          return fail(e, "no kernel image for this GPU (combine)");
+        }
+        dependent = dependent_possible && combine.ptx_version >= 90;
+      }
+      out.route = make_route(path, grid, threads, temp_bytes, depth, dependent);
+      return cudaSuccess;
+    };
+    if constexpr (!R::commutative) {
+      static_assert(!two_inputs_v<R>, "a reduction of two inputs needs a commutative op");
+      KernelFacts main{};
+      if (cudaError_t e = kernel_facts<K::ordered(), kOrderedThreads>(device, main); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (ordered)");
+      }
+      out.ordered = plan_ordered(n, V, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks);
+      return route_with_combine(Path::Ordered, out.ordered.grid, kOrderedThreads, out.ordered.temp_bytes, 0,
+                                std::integral_constant<decltype(K::ordered_combine()), K::ordered_combine()>{});
+    } else {
+      constexpr auto kCombine = std::integral_constant<decltype(K::combine), K::combine>{};
+      const std::size_t bytes = n * kRead;
+      const ArchPolicy& arch = policy_for(major);
+      bool bulk_runs = false;
+      KernelFacts bulk{};
+      if constexpr (K::bulk_ok) {
+        // Bulk copies need code compiled for sm_90 (an older build traps there) and their shared
+        // memory: asked only where the size would take them.
+        if (select_fast_path(bytes, sizeof(T), arch, true) == Path::Bulk &&
+            kernel_facts<K::bulk(), kBulk.threads, kBulk.shared_bytes()>(device, bulk) == cudaSuccess) {
+          bulk_runs = bulk.ptx_version >= 90 && bulk.blocks_per_sm > 0;
+        }
+      }
+      const Path path = select_fast_path(bytes, K::bulk_ok ? sizeof(T) : 1, arch, bulk_runs);
+      if (path == Path::Bulk) {
+        out.bulk = plan_bulk(n, sizeof(T), address, sizeof(P), kBulk.stage_bytes, sms, bulk.blocks_per_sm, opt.max_blocks);
+        return route_with_combine(path, out.bulk.grid, kBulk.threads, out.bulk.temp_bytes,
+                                  bulk_depth(out.bulk, n, kBulk, primitives::kVecDepth<T>), kCombine);
+      }
+      KernelFacts main{};
+      cudaError_t status = cudaSuccess;
+      FastPolicy policy = kOneBlock;
+      unsigned cap = 1;  // the one-block path: one block whatever max_blocks says
+      if (path == Path::OneBlock) {
+        status = kernel_facts<K::one_block, kOneBlock.threads>(device, main);
+      } else if (path == Path::Small) {
+        policy = K::small_policy;
+        cap = opt.max_blocks;
+        status = kernel_facts<K::small, K::small_policy.threads>(device, main);
+      } else {
+        policy = K::large_policy;
+        cap = opt.max_blocks;
+        status = kernel_facts<K::large, K::large_policy.threads>(device, main);
+      }
+      if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (load path)");
+      out.fast = plan_fast(n, sizeof(T), address, sizeof(P), policy, sms, main.blocks_per_sm, cap, V, kRead);
+      return route_with_combine(path, out.fast.grid, policy.threads, out.fast.temp_bytes,
+                                fast_depth(out.fast, policy.threads, primitives::kVecDepth<T>), kCombine);
+    }
+  });
+}
+
+// Enqueues the planned kernels: the main grid, then (for more than one block) the combine.
+template <class R>
+cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& in, typename R::Out* d_out,
+                           std::size_t n, const R& red, cudaStream_t stream) {
+  using P = typename R::Partial;
+  const Route& r = plan.route;
+  if (r.path == Path::Reproducible) {
+    if constexpr (is_reproducible_sum_v<R>) {
+      using T = typename R::Input;
+      using A = typename R::Acc;
+      auto* rows = static_cast<unsigned long long*>(d_temp);
+      ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows, d_out};
+      cudaError_t status = launch(repro_sum_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
+      if (status == cudaSuccess && r.combine_kernel) {
+        status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
+                        static_cast<const unsigned long long*>(rows), r.grid, d_out);
+      }
+      return status;
+    }
+    return cudaErrorNotSupported;
+  }
+  return with_vector_width<R>(plan.vectors, [&]<unsigned V>() -> cudaError_t {
+    using K = Kernels<R, V>;
+    P* partials = static_cast<P*>(d_temp);
+    cudaError_t status = cudaSuccess;
+    if constexpr (!R::commutative) {
+      const OrderedArgs<R> args{in.x, n, plan.ordered.per_block, partials, d_out};
+      status = launch(K::ordered(), r.grid, kOrderedThreads, 0, stream, false, args, red);
+      if (status == cudaSuccess && r.combine_kernel) {
+        status = launch(K::ordered_combine(), 1, kOrderedThreads, 0, stream, r.dependent_launch,
+                        static_cast<const P*>(partials), r.grid, d_out, red);
+      }
+      return status;
+    } else {
+      if (r.path == Path::Bulk) {
+        if constexpr (K::bulk_ok) {
+          const BulkPlan& b = plan.bulk;
+          BulkArgs<R> args{in.x, n, b.head, b.stages, b.stages_per_block, b.tail_begin, partials, d_out};
+          status = allow_shared_memory(K::bulk(), kBulk.shared_bytes());
+          if (status == cudaSuccess) {
+            status = launch(K::bulk(), r.grid, kBulk.threads, kBulk.shared_bytes(), stream, false, args, red);
+          }
+        }
+      } else {
+        const FastPlan& f = plan.fast;
+        FastArgs<R> args{in, n, f.head, f.vectors, f.share, partials, d_out};
+        const auto kernel = r.path == Path::OneBlock ? K::one_block : r.path == Path::Small ? K::small : K::large;
+        status = launch(kernel, r.grid, r.threads, 0, stream, false, args, red);
+      }
+      if (status == cudaSuccess && r.combine_kernel) {
+        status = launch(K::combine, 1, kCombineThreads, 0, stream, r.dependent_launch, static_cast<const P*>(partials),
+                        r.grid, d_out, red);
+      }
+      return status;
+    }
+  });
+}
+
+// The temporary storage a reduction of n elements needs, whatever the inputs' alignment (CUB's
+// contract: the size query's pointers need not be the ones reduced).
+template <class R>
+cudaError_t temp_bytes_for(std::size_t n, const inputs_t<R>& in, const Options& opt, int device, std::size_t& bytes,
+                           const char** message) {
+  Launch plan{};
+  if (cudaError_t e = plan_launch<R>(n, in, opt, device, plan, message); e != cudaSuccess) return e;
+  bytes = plan.route.temp_bytes;
+  if constexpr (kScalarVariant<R>) {
+    Launch other{};
+    if (cudaError_t e = plan_launch<R>(n, in, opt, device, other, message, plan.vectors ? 0 : 1); e != cudaSuccess) {
+      return e;
+    }
+    bytes = std::max(bytes, other.route.temp_bytes);
+  }
+  return cudaSuccess;
+}
+
+// The checks every entry point makes before it launches anything, in this order.
+template <class R>
+ArgumentError validate_reduction(const inputs_t<R>& in, const void* d_out, const void* d_temp, std::size_t n,
+                                 std::size_t temp_bytes, std::size_t temp_needed) {
+  const ArgumentError error = validate_arguments(in.x, d_out, d_temp, n, alignof(typename R::Input),
+                                                 alignof(typename R::Out), temp_bytes, temp_needed);
+  if constexpr (two_inputs_v<R>) {
+    if (error.code == cudaSuccess && n > 0) {
+      if (in.y == nullptr) return {cudaErrorInvalidValue, "the second input is null but n > 0"};
+      if (reinterpret_cast<std::uintptr_t>(in.y) % alignof(typename R::Input2) != 0) {
+        return {cudaErrorMisalignedAddress, "the second input is not aligned to its element type"};
+      }
+      if (primitives::check_device_pointer(in.y) != cudaSuccess) {
+        return {cudaErrorInvalidDevicePointer, "the second input is host memory the device cannot read"};
+      }
+    }
+  }
+  return error;
+}
+
+// The body of every 1-D reduce_async; `message`, when given, receives the text of an error.
+template <class R>
+cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in, typename R::Out* d_out,
+                              std::size_t n, const R& red, cudaStream_t stream, const Options& opt,
+                              const char** message = nullptr) {
+  if (!valid_reduction(red, message)) return cudaErrorInvalidValue;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (d_temp == nullptr) return temp_bytes_for<R>(n, in, opt, device, temp_bytes, message);
+  Launch plan{};
+  if (cudaError_t e = plan_launch<R>(n, in, opt, device, plan, message); e != cudaSuccess) return e;
+  std::size_t needed = plan.route.temp_bytes;
+  if constexpr (kScalarVariant<R>) {
+    if (cudaError_t e = temp_bytes_for<R>(n, in, opt, device, needed, message); e != cudaSuccess) return e;
+  }
+  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, n, temp_bytes, needed);
+  if (message != nullptr) *message = error.message;
+  if (error.code != cudaSuccess) return error.code;
+  const cudaError_t launched = launch_planned<R>(plan, d_temp, in, d_out, n, red, stream);
+  if (launched != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
+  return launched;
+}
+
+// The blocking form of an _async entry point: enqueue(temp, temp_bytes, slot, message) with the
+// cached temporary storage of `stream` (detail/temp_cache.hpp) and a device slot of result_bytes
+// for the result, which is copied to `result` (result_bytes 0: the call writes the caller's device
+// memory); then a wait for the stream. fastreduce::Error names `what` and the argument or call
+// that failed.
+template <class Enqueue>
+void run_blocking_into(cudaStream_t stream, const char* what, void* result, std::size_t result_bytes,
+                       const Enqueue& enqueue) {
+  std::size_t temp_bytes = 0;
+  const char* message = nullptr;
+  auto fail = [&](cudaError_t status, const char* step) {
+    throw Error(status, std::string(what) + ": " + step + ": " + (message != nullptr ? message : cudaGetErrorString(status)));
+  };
+  if (cudaError_t e = enqueue(static_cast<void*>(nullptr), temp_bytes, static_cast<void*>(nullptr), &message);
+      e != cudaSuccess) {
+    fail(e, "size query");
+  }
+  CachedTemp cached{};
+  check(acquire_cached_temp(stream, temp_bytes, result_bytes, cached), (std::string(what) + ": temporary storage").c_str());
+  message = nullptr;
+  if (cudaError_t e = enqueue(cached.temp, cached.temp_bytes, cached.result_slot, &message); e != cudaSuccess) {
+    fail(e, "call");
+  }
+  if (result_bytes > 0) {
+    check(cudaMemcpyAsync(result, cached.result_slot, result_bytes, cudaMemcpyDeviceToHost, stream),
+          (std::string(what) + ": copying the result").c_str());
+  }
+  check(cudaStreamSynchronize(stream), (std::string(what) + ": kernel").c_str());
+}
+
+// A result of type O: enqueue(temp, temp_bytes, O* d_out, message).
+template <class O, class Enqueue>
+O run_blocking(cudaStream_t stream, const char* what, const Enqueue& enqueue) {
+  O result{};
+  run_blocking_into(stream, what, &result, sizeof(O),
+                    [&](void* temp, std::size_t& bytes, void* slot, const char** message) {
+                      return enqueue(temp, bytes, static_cast<O*>(slot), message);
+                    });
+  return result;
+}
+
+// Results in the caller's device memory: enqueue(temp, temp_bytes, message).
+template <class Enqueue>
+void run_blocking_void(cudaStream_t stream, const char* what, const Enqueue& enqueue) {
+  run_blocking_into(stream, what, nullptr, 0, [&](void* temp, std::size_t& bytes, void*, const char** message) {
+    return enqueue(temp, bytes, message);
+  });
+}
+
+// What reduce_async would launch for these arguments on the current device (tests and tools).
+template <class R>
+cudaError_t describe_reduction(const inputs_t<R>& in, std::size_t n, const Options& opt, Route& route) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  Launch plan{};
+  const cudaError_t status = plan_launch<R>(n, in, opt, device, plan, nullptr);
+  route = plan.route;
+  return status;
+}
+
+template <class T, class Op>
+cudaError_t describe_launch(const T* d_in, std::size_t n, const Options& opt, Route& route) {
+  return describe_reduction<builtin_t<T, Op>>({d_in}, n, opt, route);
+}
+
+}  // namespace fastreduce::engine
+
+namespace fastreduce::detail {
+
+template <class T, class Op>
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, std::size_t n,
+                         Op op, cudaStream_t stream, const Options& opt) {
+  return engine::reduce_async_impl<engine::builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream, opt);
+}
+
+template <class T, class Op>
+acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt) {
+  using R = engine::builtin_t<T, Op>;
+  return engine::run_blocking<acc_t<T, Op>>(stream, "fastreduce::reduce",
+                                            [&](void* temp, std::size_t& bytes, acc_t<T, Op>* out, const char** message) {
+                                              return engine::reduce_async_impl<R>(temp, bytes, {d_in}, out, n, R{op},
+                                                                                  stream, opt, message);
+                                            });
+}
+
+}  // namespace fastreduce::detail
+
+// Explicit instantiation of the library's entry points for input T (a storage type) and op Op.
+#define FASTREDUCE_INSTANTIATE(T, Op)                                                                                 \
+  template cudaError_t fastreduce::detail::reduce_async<T, Op>(void*, std::size_t&, const T*,                        \
+                                                               fastreduce::acc_t<T, Op>*, std::size_t, Op,          \
+                                                               cudaStream_t, const fastreduce::Options&);            \
+  template fastreduce::acc_t<T, Op> fastreduce::detail::reduce<T, Op>(cudaStream_t, const T*, std::size_t, Op,       \
+                                                                      const fastreduce::Options&);                   \
+  template cudaError_t fastreduce::engine::describe_launch<T, Op>(const T*, std::size_t, const fastreduce::Options&, \
+                                                                  fastreduce::engine::Route&);
+
+// The 1-D, axis and segmented entry points (FASTREDUCE_INSTANTIATE_AXIS: detail/axis_dispatch.cuh).
+#define FASTREDUCE_INSTANTIATE_ALL(T, Op) \
+  FASTREDUCE_INSTANTIATE(T, Op)           \
+  FASTREDUCE_INSTANTIATE_AXIS(T, Op)
+
+// All seven ops for an integer input type.
+#define FASTREDUCE_INSTANTIATE_INTEGER(T) \
+  FASTREDUCE_INSTANTIATE_ALL(T, Sum)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, Prod)     \
+  FASTREDUCE_INSTANTIATE_ALL(T, Min)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, Max)      \
+  FASTREDUCE_INSTANTIATE_ALL(T, BitAnd)   \
+  FASTREDUCE_INSTANTIATE_ALL(T, BitOr)    \
+  FASTREDUCE_INSTANTIATE_ALL(T, BitXor)
+
+// Sum, Prod, Min and Max for a floating-point input type, and the reproducible axis sum's
+// unrounded pieces (detail/repro_pieces.hpp).
+#define FASTREDUCE_INSTANTIATE_FLOATING(T)                                                                          \
+  FASTREDUCE_INSTANTIATE_ALL(T, Sum)                                                                                \
+  FASTREDUCE_INSTANTIATE_ALL(T, Prod)                                                                               \
+  FASTREDUCE_INSTANTIATE_ALL(T, Min)                                                                                \
+  FASTREDUCE_INSTANTIATE_ALL(T, Max)                                                                                \
+  template cudaError_t fastreduce::engine::plan_repro_pieces<T>(const fastreduce::engine::AxisLayout&,              \
+                                                                const fastreduce::Options&, int,                    \
+                                                                fastreduce::engine::PiecesPlan&);                   \
+  template cudaError_t fastreduce::engine::launch_repro_pieces<T>(const fastreduce::engine::PiecesPlan&, const T*, \
+                                                                  unsigned long long*, cudaStream_t);

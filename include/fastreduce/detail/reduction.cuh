@@ -1,0 +1,274 @@
+// What every kernel of the engine is written against: a reduction, in the manner of PyTorch's
+// ReduceOp. One small struct per op says how a thread folds its elements, how values meet, and
+// what is written; every kernel (1-D, rows, columns, strided views, segments) takes any of them,
+// so a new op is written once and gets every path.
+//
+// A reduction R has:
+//   Input, Input2         the element types read (Input2 = NoInput for one input)
+//   State                 a thread's running value, fed its elements by
+//     start()               the empty state
+//     fold(s, x[, y], i)    element i (its index in the array, row or segment)
+//     fold_vec(s, v[, w], i)  a vector of V elements from index i (Vec<Input, V>)
+//   Acc                   what the threads of a block combine (warp shuffles, then warps)
+//     value(s)              a state's Acc
+//     combine(a, b)         two Accs of one unit (below)
+//     identity()            the Acc of no element
+//   Partial               what a unit leaves for a later kernel (the partials of blocks, of
+//                         row or column pieces, of cut segments)
+//     partial(a)            a unit's combined Acc as a Partial
+//     merge(p, q)           two Partials; partial_identity() the Partial of no element
+//   Out                   what is written: project(p)
+//   at(first)             the reduction for a unit of work (a block's share of a 1-D input, a
+//                         row or a piece of one, a column, a segment piece) whose first element
+//                         is *first (nullptr: none). Most return themselves; the moments take
+//                         that element as the shift their sums are taken from.
+//   commutative           elements may meet in any order (false: the ordered kernels)
+//   folds                 independent states a thread keeps (one per load in flight: the update
+//                         of one element does not wait for the previous one's)
+//   order_independent     the result does not depend on the order of the operations at all
+//                         (integers, min, max, arg-extremes): Mode::Reproducible gives it as is
+// State, Acc and Partial are trivially copyable (they are shuffled and stored word by word).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "fastreduce/detail/vector.cuh"
+#include "fastreduce/detail/warp_reduce.cuh"
+#include "fastreduce/ops.cuh"
+
+namespace fastreduce::engine {
+
+struct NoInput {};  // the second input of a one-input reduction
+
+// The input pointers of a reduction: one, or two read at the same indices.
+template <class T, class U>
+struct Inputs {
+  const T* x;
+  const U* y;
+};
+template <class T>
+struct Inputs<T, NoInput> {
+  const T* x;
+};
+
+template <class R>
+using inputs_t = Inputs<typename R::Input, typename R::Input2>;
+template <class R>
+inline constexpr bool two_inputs_v = !std::is_same_v<typename R::Input2, NoInput>;
+
+// The inputs moved d elements on.
+template <class T, class U>
+__host__ __device__ __forceinline__ Inputs<T, U> advance(const Inputs<T, U>& in, std::ptrdiff_t d) {
+  if constexpr (std::is_same_v<U, NoInput>) return {in.x + d};
+  else return {in.x + d, in.y + d};
+}
+
+// fold of element k of the inputs (index i), one or two inputs alike.
+template <class R, class S>
+__device__ __forceinline__ S fold_element(const R& r, const S& s, const inputs_t<R>& in, std::ptrdiff_t k,
+                                          std::size_t i) {
+  if constexpr (two_inputs_v<R>) return r.fold(s, in.x[k], in.y[k], i);
+  else return r.fold(s, in.x[k], i);
+}
+
+// A vector of each input, loaded together.
+template <class R, unsigned V>
+struct Loaded {
+  primitives::Vec<typename R::Input, V> x;
+  primitives::Vec<std::conditional_t<two_inputs_v<R>, typename R::Input2, typename R::Input>, two_inputs_v<R> ? V : 1> y;
+};
+
+// Vector j (of V elements) after `base` elements of the inputs (base + j V must be V-aligned).
+template <unsigned V, primitives::LoadHint Hint = primitives::LoadHint::ReadOnly, class R>
+__device__ __forceinline__ Loaded<R, V> load_vector(const inputs_t<R>& in, std::size_t base, std::size_t j) {
+  using primitives::Vec;
+  Loaded<R, V> l;
+  l.x = primitives::load_vec<Hint>(reinterpret_cast<const Vec<typename R::Input, V>*>(in.x + base) + j);
+  if constexpr (two_inputs_v<R>) {
+    l.y = primitives::load_vec<Hint>(reinterpret_cast<const Vec<typename R::Input2, V>*>(in.y + base) + j);
+  }
+  return l;
+}
+
+template <class R, class S, unsigned V>
+__device__ __forceinline__ S fold_loaded(const R& r, const S& s, const Loaded<R, V>& l, std::size_t i) {
+  if constexpr (two_inputs_v<R>) return r.fold_vec(s, l.x, l.y, i);
+  else return r.fold_vec(s, l.x, i);
+}
+
+// Elements per vector of a reduction's kernels: 16 bytes of each input when both inputs' elements
+// have the same size, else one.
+template <class R>
+inline constexpr unsigned kVecOf =
+    !two_inputs_v<R> ? primitives::kVecElems<typename R::Input>
+    : (sizeof(typename R::Input) == sizeof(typename R::Input2) ? primitives::kVecElems<typename R::Input> : 1u);
+
+// The op the threads' values meet with in warp and block reductions: a built-in reduction's op
+// itself (32-bit integer ops keep their single-instruction warp reduction), else a functor.
+template <class R>
+struct CombineWith {
+  R r;
+  __device__ __forceinline__ typename R::Acc operator()(const typename R::Acc& a, const typename R::Acc& b) const {
+    return r.combine(a, b);
+  }
+};
+template <class R>
+struct MergeWith {
+  R r;
+  __device__ __forceinline__ typename R::Partial operator()(const typename R::Partial& a,
+                                                            const typename R::Partial& b) const {
+    return r.merge(a, b);
+  }
+};
+template <class R>
+__device__ __forceinline__ auto combiner_of(const R& r) {
+  if constexpr (requires { typename R::BuiltinOp; }) return r.op;
+  else return CombineWith<R>{r};
+}
+template <class R>
+__device__ __forceinline__ auto merger_of(const R& r) {
+  if constexpr (requires { typename R::BuiltinOp; }) return r.op;
+  else return MergeWith<R>{r};
+}
+
+// A reduction may refuse its own parameters (a negative variance correction): `valid(message)`.
+template <class R>
+bool valid_reduction(const R& r, const char** message) {
+  if constexpr (requires { r.valid(message); }) return r.valid(message);
+  else return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The built-in ops (fastreduce.cuh): elements widened to the op's accumulator (acc_t), every value
+// one accumulator, a vector's elements combined pairwise first.
+
+template <class T, class Op, class A>
+struct Builtin {
+  using Input = T;
+  using Input2 = NoInput;
+  using State = A;
+  using Acc = A;
+  using Partial = A;
+  using Out = A;
+  using BuiltinOp = Op;
+  static constexpr bool commutative = true;
+  static constexpr unsigned folds = 1;
+  static constexpr bool order_independent =
+      !std::is_floating_point_v<A> || std::is_same_v<Op, Min> || std::is_same_v<Op, Max>;
+  Op op;
+  __device__ __forceinline__ Builtin at(const T*) const { return *this; }
+  __host__ __device__ __forceinline__ A identity() const { return Op::template identity<A>(); }
+  __device__ __forceinline__ A start() const { return identity(); }
+  __device__ __forceinline__ A fold(const A& s, const T& x, std::size_t) const { return op(s, primitives::to_acc<A>(x)); }
+  template <unsigned V>
+  __device__ __forceinline__ A fold_vec(const A& s, const primitives::Vec<T, V>& v, std::size_t) const {
+    return op(s, primitives::reduce_vec<A>(v, op));
+  }
+  __device__ __forceinline__ A value(const A& s) const { return s; }
+  __device__ __forceinline__ A combine(const A& a, const A& b) const { return op(a, b); }
+  __host__ __device__ __forceinline__ A partial(const A& a) const { return a; }
+  __device__ __forceinline__ A merge(const A& a, const A& b) const { return op(a, b); }
+  __host__ __device__ __forceinline__ A partial_identity() const { return identity(); }
+  __host__ __device__ __forceinline__ A project(const A& p) const { return p; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Users' ops: a transform of each element (or of a pair of elements, or with its index), then an
+// associative op with an identity; the result is finish(total).
+
+// The op's operands may meet in any order: the built-in ops, and users' ops that say
+// `static constexpr bool commutative = true`.
+template <class Op, class = void>
+struct is_commutative : std::false_type {};
+template <class Op>
+struct is_commutative<Op, std::enable_if_t<static_cast<bool>(Op::commutative)>> : std::true_type {};
+template <> struct is_commutative<Sum> : std::true_type {};
+template <> struct is_commutative<Prod> : std::true_type {};
+template <> struct is_commutative<Min> : std::true_type {};
+template <> struct is_commutative<Max> : std::true_type {};
+template <> struct is_commutative<BitAnd> : std::true_type {};
+template <> struct is_commutative<BitOr> : std::true_type {};
+template <> struct is_commutative<BitXor> : std::true_type {};
+
+// An op whose result does not depend on the order of its operands at all (not only up to
+// rounding): users' ops say `static constexpr bool order_independent = true`.
+template <class Op, class = void>
+struct is_order_independent : std::false_type {};
+template <class Op>
+struct is_order_independent<Op, std::enable_if_t<static_cast<bool>(Op::order_independent)>> : std::true_type {};
+
+// f(x...), or f(x..., i) for a transform that takes the element's index too.
+template <class F, class... X>
+__host__ __device__ __forceinline__ auto apply(const F& f, std::size_t i, const X&... x) {
+  if constexpr (std::is_invocable_v<const F&, const X&..., std::size_t>) return f(x..., i);
+  else return f(x...);
+}
+
+// What is written: the total as it is.
+struct AsIs {
+  template <class R>
+  __host__ __device__ R operator()(const R& r) const { return r; }
+};
+
+template <class T, class U, class F, class Op, class R, class Finish = AsIs>
+struct Transformed {
+  using Input = T;
+  using Input2 = U;
+  using State = R;
+  using Acc = R;
+  using Partial = R;
+  using Out = std::remove_cvref_t<std::invoke_result_t<const Finish&, const R&>>;
+  static constexpr bool commutative = is_commutative<Op>::value;
+  static constexpr unsigned folds = sizeof(R) > 24 ? 2 : 4;
+  static constexpr bool order_independent = is_order_independent<Op>::value;
+  F f;
+  Op op;
+  Finish finish;
+  __device__ __forceinline__ Transformed at(const T*) const { return *this; }
+  __host__ __device__ __forceinline__ R identity() const { return detail::identity_of<R>(op); }
+  __device__ __forceinline__ R start() const { return identity(); }
+  template <class... X>
+  __device__ __forceinline__ R element(std::size_t i, const X&... x) const {
+    return static_cast<R>(apply(f, i, x...));
+  }
+  __device__ __forceinline__ R fold(const R& s, const T& x, std::size_t i) const { return op(s, element(i, x)); }
+  __device__ __forceinline__ R fold(const R& s, const T& x, const U& y, std::size_t i) const {
+    return op(s, element(i, x, y));
+  }
+  // A vector's transformed elements meet pairwise (in index order), then join the state.
+  template <unsigned V>
+  __device__ __forceinline__ R fold_vec(const R& s, const primitives::Vec<T, V>& v, std::size_t i) const {
+    R lanes[V];
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) lanes[k] = element(i + k, v.elem[k]);
+    return op(s, pairwise(lanes));
+  }
+  template <unsigned V, class UU = U>
+    requires(!std::is_same_v<UU, NoInput>)
+  __device__ __forceinline__ R fold_vec(const R& s, const primitives::Vec<T, V>& v, const primitives::Vec<UU, V>& w,
+                                        std::size_t i) const {
+    R lanes[V];
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) lanes[k] = element(i + k, v.elem[k], w.elem[k]);
+    return op(s, pairwise(lanes));
+  }
+  template <unsigned V>
+  __device__ __forceinline__ R pairwise(R (&lanes)[V]) const {
+#pragma unroll
+    for (unsigned width = 1; width < V; width *= 2) {
+#pragma unroll
+      for (unsigned k = 0; k + width < V; k += 2 * width) lanes[k] = op(lanes[k], lanes[k + width]);
+    }
+    return lanes[0];
+  }
+  __device__ __forceinline__ R value(const R& s) const { return s; }
+  __device__ __forceinline__ R combine(const R& a, const R& b) const { return op(a, b); }
+  __host__ __device__ __forceinline__ R partial(const R& a) const { return a; }
+  __device__ __forceinline__ R merge(const R& a, const R& b) const { return op(a, b); }
+  __host__ __device__ __forceinline__ R partial_identity() const { return identity(); }
+  __host__ __device__ __forceinline__ Out project(const R& p) const { return finish(p); }
+};
+
+}  // namespace fastreduce::engine

@@ -1,0 +1,225 @@
+// The statistics as reductions (detail/reduction.cuh): the moments (mean, variance), the norms and
+// the dot product. Everything accumulates in double, so a float's sum of squares neither
+// overflows nor underflows, and a float result is the double result rounded once.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/ops.cuh"
+
+namespace fastreduce {
+
+namespace stats {
+// A value as a double: arithmetic types directly, the half types through float.
+template <class T>
+__host__ __device__ __forceinline__ double widen(const T& x) {
+  if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(x);
+  else return static_cast<double>(static_cast<float>(x));
+}
+template <class T>
+concept statistic_input = std::is_arithmetic_v<T> || requires(const T& x) { static_cast<float>(x); };
+}  // namespace stats
+
+// The type of a statistic of T: float for float and the half types, double otherwise.
+template <class T>
+using stat_t = std::conditional_t<std::is_floating_point_v<T> && sizeof(T) == 8, double,
+                                  std::conditional_t<std::is_integral_v<T>, double, float>>;
+
+// The type of dot(x, y): std::int64_t for integers (wrapping modulo 2^64), else stat_t<T>.
+template <class T>
+using dot_t = std::conditional_t<std::is_integral_v<T>, std::int64_t, stat_t<T>>;
+
+}  // namespace fastreduce
+
+namespace fastreduce::engine {
+
+// ---------------------------------------------------------------------------------------------
+// Moments. A unit of work (a block's share, a row or a piece of one, a column, a segment piece)
+// sums its elements' offsets from one of its elements (a shift its threads share): two adds and
+// a fused multiply-add an element, and its threads combine by adding. The unit's sums become one
+// (count, mean, M2) triple; the triples meet in Chan's merge (MeanVar), in a fixed order, means
+// kept as a shift plus an offset, so data such as 1e6 + U(0, 1e-3) keep their spread.
+
+struct MomentSums {
+  std::int64_t count;
+  double s1, s2;
+};
+
+template <class T, class Finish>
+struct MomentsReduction {
+  using Input = T;
+  using Input2 = NoInput;
+  using State = MomentSums;
+  using Acc = MomentSums;
+  using Partial = Moments<double>;
+  using Out = std::remove_cvref_t<std::invoke_result_t<const Finish&, const Partial&>>;
+  static constexpr bool commutative = true;
+  static constexpr unsigned folds = 2;
+  static constexpr bool order_independent = false;
+  Finish finish;
+  double shift = 0;  // the unit's first element (0 if that is not finite)
+
+  __device__ __forceinline__ MomentsReduction at(const T* first) const {
+    MomentsReduction u = *this;
+    const double v = first == nullptr ? 0.0 : stats::widen(*first);
+    u.shift = v - v == 0.0 ? v : 0.0;
+    return u;
+  }
+  __host__ __device__ __forceinline__ MomentSums identity() const { return {0, 0.0, 0.0}; }
+  __device__ __forceinline__ MomentSums start() const { return identity(); }
+  __device__ __forceinline__ MomentSums fold(MomentSums s, const T& x, std::size_t) const {
+    const double d = stats::widen(x) - shift;
+    s.s1 += d;
+    s.s2 = fma(d, d, s.s2);
+    ++s.count;
+    return s;
+  }
+  template <unsigned V>
+  __device__ __forceinline__ MomentSums fold_vec(MomentSums s, const primitives::Vec<T, V>& v, std::size_t) const {
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) {
+      const double d = stats::widen(v.elem[k]) - shift;
+      s.s1 += d;
+      s.s2 = fma(d, d, s.s2);
+    }
+    s.count += V;
+    return s;
+  }
+  __device__ __forceinline__ MomentSums value(const MomentSums& s) const { return s; }
+  __device__ __forceinline__ MomentSums combine(const MomentSums& a, const MomentSums& b) const {
+    return {a.count + b.count, a.s1 + b.s1, a.s2 + b.s2};
+  }
+  __host__ __device__ __forceinline__ Partial partial(const MomentSums& p) const {
+    if (p.count == 0) return {0, 0.0, 0.0, 0.0};
+    const double offset = p.s1 / static_cast<double>(p.count);
+    return {p.count, shift, offset, fma(-offset, p.s1, p.s2)};
+  }
+  __device__ __forceinline__ Partial merge(const Partial& a, const Partial& b) const { return MeanVar{}(a, b); }
+  __host__ __device__ __forceinline__ Partial partial_identity() const { return {0, 0.0, 0.0, 0.0}; }
+  __host__ __device__ __forceinline__ Out project(const Partial& p) const { return finish(p); }
+  __host__ bool valid(const char** message) const {
+    if constexpr (requires { finish.valid(message); }) return finish.valid(message);
+    else return true;
+  }
+};
+
+template <class O>
+struct MeanOf {
+  __host__ __device__ O operator()(const Moments<double>& m) const { return static_cast<O>(m.mean()); }
+};
+template <class O>
+struct VarianceOf {
+  int correction;
+  bool root;
+  __host__ __device__ O operator()(const Moments<double>& m) const {
+    const double v = m.variance(correction);
+    return static_cast<O>(root ? sqrt(v) : v);
+  }
+  __host__ bool valid(const char** message) const {
+    if (correction >= 0) return true;
+    if (message != nullptr) *message = "a negative variance correction";
+    return false;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Norms and the dot product: transforms of the elements (detail/reduction.cuh, Transformed).
+
+struct AbsWide {
+  template <class T>
+  __host__ __device__ double operator()(const T& x) const { return fabs(stats::widen(x)); }
+};
+struct SquareWide {
+  template <class T>
+  __host__ __device__ double operator()(const T& x) const {
+    const double v = stats::widen(x);
+    return v * v;
+  }
+};
+// The largest |x| (NaN propagating); 0 for no element. Exact in any order.
+struct MaxAbs {
+  static constexpr bool commutative = true;
+  static constexpr bool order_independent = true;
+  template <class R>
+  __host__ __device__ static R identity() { return R(0); }
+  __host__ __device__ double operator()(double a, double b) const { return Max{}(a, b); }
+};
+template <class O>
+struct Cast {
+  template <class V>
+  __host__ __device__ O operator()(const V& v) const { return static_cast<O>(v); }
+};
+template <class O>
+struct Root {
+  __host__ __device__ O operator()(double v) const { return static_cast<O>(sqrt(v)); }
+};
+
+// Blue's scaled sum of squares for doubles (as LAPACK's dnrm2 since 3.10): squares of small and
+// large magnitudes go, scaled by powers of two, into their own sums.
+struct Blue {
+  double small, medium, big;
+};
+inline constexpr double kTsml = 0x1p-511, kTbig = 0x1p486, kSsml = 0x1p537, kSbig = 0x1p-538;
+struct ToBlue {
+  __host__ __device__ Blue operator()(double x) const {
+    const double a = fabs(x);
+    if (a > kTbig) return {0.0, 0.0, (a * kSbig) * (a * kSbig)};
+    if (a < kTsml) return {(a * kSsml) * (a * kSsml), 0.0, 0.0};
+    return {0.0, a * a, 0.0};  // NaN lands here
+  }
+};
+struct BlueSum {
+  static constexpr bool commutative = true;
+  template <class R>
+  __host__ __device__ static R identity() { return R{0.0, 0.0, 0.0}; }
+  __host__ __device__ Blue operator()(const Blue& a, const Blue& b) const {
+    return {a.small + b.small, a.medium + b.medium, a.big + b.big};
+  }
+};
+struct BlueRoot {
+  __host__ __device__ double operator()(const Blue& s) const {
+    const bool medium = s.medium > 0 || s.medium != s.medium;
+    if (s.big > 0) {
+      const double big = medium ? s.big + (s.medium * kSbig) * kSbig : s.big;
+      return sqrt(big) / kSbig;
+    }
+    if (s.small > 0) {
+      if (!medium) return sqrt(s.small) / kSsml;
+      const double m = sqrt(s.medium), t = sqrt(s.small) / kSsml;
+      const double hi = m > t ? m : t, lo = m > t ? t : m;
+      const double r = lo / hi;
+      return hi * sqrt(1.0 + r * r);
+    }
+    return sqrt(s.medium);
+  }
+};
+
+struct MultiplyWide {  // products of floats and halves are exact in double
+  template <class T>
+  __host__ __device__ auto operator()(const T& x, const T& y) const {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(static_cast<std::int64_t>(x)) *
+                                       static_cast<std::uint64_t>(static_cast<std::int64_t>(y)));
+    } else {
+      return stats::widen(x) * stats::widen(y);
+    }
+  }
+};
+
+// The reductions of the statistics of T.
+template <class T>
+using l1_reduction = Transformed<T, NoInput, AbsWide, Sum, double, Cast<stat_t<T>>>;
+template <class T>
+using inf_reduction = Transformed<T, NoInput, AbsWide, MaxAbs, double, Cast<stat_t<T>>>;
+// Squares of floats, halves and 64-bit integers fit a double's range; doubles take Blue's sums.
+template <class T>
+using l2_reduction = std::conditional_t<std::is_same_v<T, double>, Transformed<double, NoInput, ToBlue, BlueSum, Blue, BlueRoot>,
+                                        Transformed<T, NoInput, SquareWide, Sum, double, Root<stat_t<T>>>>;
+template <class T>
+using dot_reduction = Transformed<T, T, MultiplyWide, Sum, std::conditional_t<std::is_integral_v<T>, std::int64_t, double>,
+                                  Cast<dot_t<T>>>;
+
+}  // namespace fastreduce::engine

@@ -1,0 +1,89 @@
+// Vectors of elements: 16-byte vectors of the types that divide 16 bytes (4 floats, 8 halves, 2
+// doubles), single elements of any other type; the load instructions the engine uses for them,
+// the widening of an element to its accumulator, and the reduction of one vector's elements.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+#include "fastreduce/detail/load_hint.hpp"
+
+namespace fastreduce::primitives {
+
+// Elements per vector: 16 bytes' worth, or one element of a type that does not divide 16 bytes.
+template <class T>
+inline constexpr unsigned kVecElems = (sizeof(T) <= 16 && 16 % sizeof(T) == 0) ? unsigned(16 / sizeof(T)) : 1u;
+
+// Several elements fill a 16-byte vector, loaded at once; a single element is loaded as itself.
+template <class T, unsigned V>
+inline constexpr bool kWideVec = V > 1 && V * sizeof(T) == 16;
+
+// V elements, aligned as one 16-byte load when they fill 16 bytes, else as the element.
+template <class T, unsigned V = kVecElems<T>>
+struct alignas(kWideVec<T, V> ? 16 : alignof(T)) Vec {
+  T elem[V];
+};
+
+// Bytes a pointer must be aligned to for a Vec<T, V> load.
+template <class T, unsigned V = kVecElems<T>>
+inline constexpr std::size_t kVecAlign = alignof(Vec<T, V>);
+
+template <LoadHint Hint, class T, unsigned V>
+__device__ __forceinline__ Vec<T, V> load_vec(const Vec<T, V>* p) {
+  if constexpr (kWideVec<T, V>) {
+    int4 raw;
+    if constexpr (Hint == LoadHint::StreamPrefetch) {
+      asm("ld.global.nc.L1::no_allocate.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+          : "l"(p));
+    } else {
+      raw = __ldg(reinterpret_cast<const int4*>(p));
+    }
+    Vec<T, V> v;
+    static_assert(sizeof(v) == sizeof(raw));
+    __builtin_memcpy(&v, &raw, sizeof(v));
+    return v;
+  } else {
+    return *p;  // elements of a type that does not fill a 16-byte vector, one by one
+  }
+}
+
+template <class T, unsigned V>
+__device__ __forceinline__ Vec<T, V> load_vec(const Vec<T, V>* p) {
+  return load_vec<LoadHint::ReadOnly>(p);
+}
+
+// Input element to accumulator: half and bfloat16 widen to float, narrow integers to their
+// (wider) accumulator, other types stay.
+template <class A, class T>
+__device__ __forceinline__ A to_acc(T x) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return static_cast<A>(__half2float(x));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return static_cast<A>(__bfloat162float(x));
+  } else {
+    return static_cast<A>(x);
+  }
+}
+
+// One vector's elements combined pairwise (shorter chains than left to right), in accumulator A.
+template <class A, class T, unsigned V, class Op>
+__device__ __forceinline__ A reduce_vec(const Vec<T, V>& v, Op op) {
+  A lanes[V];
+#pragma unroll
+  for (unsigned k = 0; k < V; ++k) lanes[k] = to_acc<A>(v.elem[k]);
+#pragma unroll
+  for (unsigned width = V / 2; width > 0; width /= 2) {
+#pragma unroll
+    for (unsigned k = 0; k < width; ++k) lanes[k] = op(lanes[k], lanes[k + width]);
+  }
+  return lanes[0];
+}
+
+// Additions on the longest path through reduce_vec: log2 of the elements per vector.
+template <class T>
+inline constexpr unsigned kVecDepth = kVecElems<T> == 16 ? 4 : kVecElems<T> == 8 ? 3 : kVecElems<T> == 4 ? 2 : 1;
+
+}  // namespace fastreduce::primitives

@@ -1,0 +1,439 @@
+// Every op of the reduce family that is not a precompiled built-in (arg-extremes, mean, variance,
+// standard deviation, norms, dot, a user's transform, a user's non-commutative op) on every
+// layout of the engine: one output (the 1-D paths), rows short (tiles), medium (a warp each) and
+// long (pieces over blocks), columns with 16-byte packs and single columns, strided views,
+// negative strides, segments, length 0 and misaligned inputs; against references in quad or
+// exact arithmetic, each output poisoned first.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "affine_op.hpp"
+#include "fastreduce/stats.cuh"
+#include "gpu_test.hpp"
+#include "quad_reference.hpp"
+
+namespace fr = fastreduce;
+using namespace fastreduce::testing;
+
+namespace {
+
+struct SquareInt {  // a user's transform: exact int64 sums of squares
+  __host__ __device__ std::int64_t operator()(std::int32_t x) const { return std::int64_t(x) * x; }
+};
+struct ToAffine {  // a user's non-commutative op on 32-bit words, index-aware
+  __host__ __device__ Affine operator()(std::uint32_t v, std::size_t k) const {
+    return {v | 1u, v ^ static_cast<std::uint32_t>(k * 2654435761u)};
+  }
+};
+
+template <class T>
+double as_double(const T& x) {
+  if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(x);
+  else return static_cast<double>(static_cast<float>(x));
+}
+
+// A named shape with resolved strides, and where each output's elements lie.
+struct Layout {
+  std::string name;
+  fr::Axis axis;
+  std::int64_t os = 0, ls = 0, is = 0;  // resolved strides
+  std::int64_t base = 0;                // element (0, 0, 0) in the storage
+  std::size_t storage = 0;              // elements to allocate
+  std::size_t outputs() const { return axis.outer * axis.inner; }
+  std::int64_t at(std::size_t q, std::size_t k) const {
+    return base + std::int64_t(q / axis.inner) * os + std::int64_t(q % axis.inner) * is + std::int64_t(k) * ls;
+  }
+};
+
+Layout make_layout(std::string name, fr::Axis a) {
+  Layout l{std::move(name), a};
+  l.is = a.inner_stride == fr::Axis::kContiguous ? 1 : a.inner_stride;
+  l.ls = a.length_stride == fr::Axis::kContiguous ? std::int64_t(a.inner) : a.length_stride;
+  l.os = a.outer_stride == fr::Axis::kContiguous ? std::int64_t(a.inner * a.length) : a.outer_stride;
+  std::int64_t lo = 0, hi = 0;
+  const std::size_t ext[3] = {a.outer, a.length, a.inner};
+  const std::int64_t str[3] = {l.os, l.ls, l.is};
+  for (int d = 0; d < 3; ++d) {
+    if (ext[d] == 0) continue;
+    const std::int64_t reach = str[d] * std::int64_t(ext[d] - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  l.base = -lo;
+  l.storage = std::size_t(hi - lo + 1);
+  return l;
+}
+
+std::vector<Layout> layouts() {
+  const bool q = quick();
+  std::vector<Layout> v;
+  v.push_back(make_layout("one row", {.outer = 1, .length = q ? 70001u : 300001u}));
+  v.push_back(make_layout("3 long rows", {.outer = 3, .length = q ? 50001u : 400003u}));
+  v.push_back(make_layout("rows of 37", {.outer = q ? 2000u : 6000u, .length = 37}));
+  v.push_back(make_layout("rows of 1000", {.outer = 2000, .length = 1000}));
+  v.push_back(make_layout("40 rows of 20000", {.outer = 40, .length = 20000}));
+  v.push_back(make_layout("64 columns", {.length = 5000, .inner = 64}));
+  v.push_back(make_layout("7 columns, 3 slices", {.outer = 3, .length = 20000, .inner = 7}));
+  v.push_back(make_layout("strided", {.outer = 50, .length = 300, .inner = 20, .outer_stride = 12000, .length_stride = 40,
+                                      .inner_stride = 2}));
+  v.push_back(make_layout("transposed, columns reversed",
+                          {.outer = 300, .length = 500, .inner = 1, .outer_stride = -1, .length_stride = 300, .inner_stride = 1}));
+  v.push_back(make_layout("rows reversed", {.outer = 100, .length = 1000, .outer_stride = 1000, .length_stride = -1}));
+  v.push_back(make_layout("length 0", {.outer = 4, .length = 0, .inner = 3}));
+  return v;
+}
+
+template <class T>
+std::vector<T> fresh_values(std::size_t n, std::mt19937_64& rng, bool ties) {
+  std::vector<T> v(n);
+  std::uniform_real_distribution<double> u(-100.0, 100.0);
+  for (auto& x : v) {
+    if constexpr (std::is_integral_v<T>) {
+      x = static_cast<T>(std::int64_t(rng() % 201) - (std::is_signed_v<T> ? 100 : 0));
+    } else {
+      const double d = ties ? double(int(rng() % 64)) : u(rng);
+      if constexpr (std::is_arithmetic_v<T>) x = static_cast<T>(d);
+      else x = T(static_cast<float>(d));
+    }
+  }
+  return v;
+}
+
+template <class T>
+struct Device {
+  DeviceBuffer<T> buffer;
+  explicit Device(const std::vector<T>& host) : buffer(std::max<std::size_t>(host.size(), 1)) {
+    if (!host.empty()) cudaMemcpy(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+};
+
+template <class T>
+std::vector<T> host_copy(const T* d, std::size_t n) {
+  std::vector<T> h(n);
+  if (n > 0) cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
+  return h;
+}
+
+::testing::AssertionResult close(double got, double want, double tol, double scale = 0) {
+  if ((std::isnan(want) && std::isnan(got)) || got == want) return ::testing::AssertionSuccess();
+  const double allowed = tol * std::max(std::fabs(want), scale);
+  if (std::fabs(got - want) <= allowed) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << got << ", want " << want << " (error " << std::fabs(got - want)
+                                       << ", allowed " << allowed << ")";
+}
+
+// The reference of `op` over one output's elements (x, and y for Dot), and the check of `got`.
+template <class T, class Op, class Got>
+::testing::AssertionResult check_output(const Op& op, const std::vector<T>& x, const std::vector<T>& y, const Got& got) {
+  const std::size_t n = x.size();
+  std::vector<double> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = as_double(x[i]);
+  using S = fr::stat_t<T>;
+  const double tol = std::is_same_v<S, float> ? 2.4e-7 : 1e-12;  // two roundings of a float result
+  if constexpr (fr::is_arg_op_v<Op>) {
+    constexpr bool kMax = std::is_same_v<Op, fr::ArgMax>;
+    std::int64_t best = n == 0 ? INT64_MAX : 0;
+    for (std::size_t i = 1; i < n && !std::isnan(w[std::size_t(best)]); ++i) {
+      if (std::isnan(w[i]) || (kMax ? w[i] > w[std::size_t(best)] : w[i] < w[std::size_t(best)])) best = std::int64_t(i);
+    }
+    if (got.index != best) return ::testing::AssertionFailure() << "index " << got.index << ", want " << best;
+    if (n > 0 && !same_bits(got.value, x[std::size_t(best)])) return ::testing::AssertionFailure() << "value bits differ";
+    return ::testing::AssertionSuccess();
+  } else if constexpr (std::is_same_v<Op, fr::Mean>) {
+    return close(double(got), n == 0 ? NAN : quad_moments(w.data(), n).mean, tol);
+  } else if constexpr (std::is_same_v<Op, fr::Var> || std::is_same_v<Op, fr::Std>) {
+    const auto m = quad_moments(w.data(), n);
+    double want = n > std::size_t(op.correction) ? m.m2 / double(n - op.correction) : NAN;
+    if (std::is_same_v<Op, fr::Std>) want = std::sqrt(want);
+    return close(double(got), want, tol);
+  } else if constexpr (std::is_same_v<Op, fr::NormL1>) {
+    return close(double(got), quad_norm1(w.data(), n), tol);
+  } else if constexpr (std::is_same_v<Op, fr::NormL2>) {
+    return close(double(got), quad_norm2(w.data(), n), tol);
+  } else if constexpr (std::is_same_v<Op, fr::NormInf>) {
+    double m = 0;
+    for (double v : w) m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, std::fabs(v));
+    return close(double(got), m, 0);
+  } else if constexpr (std::is_same_v<Op, fr::Dot>) {
+    if constexpr (std::is_integral_v<T>) {
+      std::uint64_t want = 0;
+      for (std::size_t i = 0; i < n; ++i) want += std::uint64_t(std::int64_t(x[i])) * std::uint64_t(std::int64_t(y[i]));
+      if (got == std::int64_t(want)) return ::testing::AssertionSuccess();
+      return ::testing::AssertionFailure() << "got " << got << ", want " << std::int64_t(want);
+    } else {
+      std::vector<double> v(n), a(n), b(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        v[i] = as_double(y[i]);
+        a[i] = std::fabs(w[i]);
+        b[i] = std::fabs(v[i]);
+      }
+      // Signed products cancel: the bound scales with sum |x y|.
+      return close(double(got), quad_dot(w.data(), v.data(), n), tol, quad_dot(a.data(), b.data(), n));
+    }
+  } else if constexpr (std::is_same_v<Op, fr::Transform<SquareInt, fr::Sum>>) {
+    std::int64_t want = 0;
+    for (std::size_t i = 0; i < n; ++i) want += std::int64_t(x[i]) * x[i];
+    if (got == want) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "got " << got << ", want " << want;
+  } else {  // the affine maps, composed in index order
+    Affine f = Compose{}.identity();
+    for (std::size_t k = 0; k < n; ++k) f = Compose{}(f, ToAffine{}(x[k], k));
+    if (got.a == f.a && got.b == f.b) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "affine map differs";
+  }
+}
+
+template <class T, class Op>
+constexpr bool kTwoInputs = std::is_same_v<Op, fr::Dot>;
+
+template <class T, class Op, bool Two = kTwoInputs<T, Op>>
+struct OutOf {
+  using type = fr::result_t<T, Op>;
+};
+template <class T, class Op>
+struct OutOf<T, Op, true> {
+  using type = fr::result2_t<T, T, Op>;
+};
+template <class T, class Op>
+using Out = typename OutOf<T, Op>::type;
+
+// op along every layout, the input at `offset` elements from an allocation's start.
+template <class T, class Op>
+void check_layouts(const Op& op, const char* what, std::size_t offset = 0) {
+  std::mt19937_64 rng(test_seed());
+  for (const Layout& l : layouts()) {
+    const bool ties = fr::is_arg_op_v<Op>;
+    auto hx = fresh_values<T>(l.storage + offset, rng, ties);
+    auto hy = fresh_values<T>(l.storage + offset, rng, ties);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (fr::is_arg_op_v<Op> && l.storage > 100) hx[offset + l.storage / 3] = NAN;  // the first NaN wins
+    }
+    Device<T> dx(hx), dy(hy);
+    const T* x = dx.buffer.get() + offset + l.base;
+    const T* y = dy.buffer.get() + offset + l.base;
+    const std::size_t outputs = l.outputs();
+    DeviceBuffer<Out<T, Op>> out(std::max<std::size_t>(outputs, 1));
+    out.poison();
+    std::size_t bytes = 0;
+    cudaError_t e;
+    if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(nullptr, bytes, x, y, out.get(), l.axis, op);
+    else e = fr::reduce_axis_async(nullptr, bytes, x, out.get(), l.axis, op);
+    ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
+    DeviceBuffer<char> temp(bytes);
+    if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(temp.get(), bytes, x, y, out.get(), l.axis, op);
+    else e = fr::reduce_axis_async(temp.get(), bytes, x, out.get(), l.axis, op);
+    ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto got = host_copy(out.get(), outputs);
+    std::vector<T> ex(l.axis.length), ey(l.axis.length);
+    for (std::size_t q = 0; q < outputs; ++q) {
+      for (std::size_t k = 0; k < l.axis.length; ++k) {
+        ex[k] = hx[std::size_t(std::int64_t(offset) + l.at(q, k))];
+        ey[k] = hy[std::size_t(std::int64_t(offset) + l.at(q, k))];
+      }
+      ASSERT_TRUE(check_output<T>(op, ex, ey, got[q])) << what << " " << l.name << " output " << q << " offset " << offset;
+    }
+  }
+}
+
+// Why a segmented call failed: the engine's own message for the same call (the public API
+// returns only the error code).
+template <class T, class Op, class Offset>
+std::string segments_message(void* temp, std::size_t bytes, const T* x, const T* y, Out<T, Op>* out, std::size_t count,
+                             const Offset* begin, const Offset* end, const Op& op) {
+  const char* message = nullptr;
+  if constexpr (kTwoInputs<T, Op>) {
+    using R = fr::reduction2_t<T, T, Op>;
+    fr::engine::reduce_segments_async_impl<R, Offset>(temp, bytes, {x, y}, out, count, begin, end,
+                                                      fr::reduction_of(std::type_identity<T>{}, std::type_identity<T>{}, op),
+                                                      0, {}, &message);
+  } else {
+    using R = fr::reduction_t<T, Op>;
+    fr::engine::reduce_segments_async_impl<R, Offset>(temp, bytes, {x}, out, count, begin, end,
+                                                      fr::reduction_of(std::type_identity<T>{}, op), 0, {}, &message);
+  }
+  return message != nullptr ? message : "(no message)";
+}
+
+// op over segments of every kind: empty, reversed, short, long (spread over many warps).
+template <class T, class Op>
+void check_segments(const Op& op, const char* what) {
+  std::mt19937_64 rng(test_seed());
+  const std::size_t n = quick() ? 200003 : 2000003;
+  auto hx = fresh_values<T>(n, rng, fr::is_arg_op_v<Op>);
+  auto hy = fresh_values<T>(n, rng, fr::is_arg_op_v<Op>);
+  Device<T> dx(hx), dy(hy);
+  for (std::size_t segments : {std::size_t(3), std::size_t(700), std::size_t(5000)}) {
+    std::vector<std::int64_t> begin(segments), end(segments);
+    for (std::size_t s = 0; s < segments; ++s) {
+      begin[s] = std::int64_t(rng() % n);
+      const std::int64_t len = s % 7 == 0 ? 0 : std::int64_t(rng() % (s % 5 == 0 ? 100000 : 300));
+      end[s] = s % 11 == 0 ? begin[s] - 1 : std::min<std::int64_t>(begin[s] + len, std::int64_t(n));
+    }
+    Device<std::int64_t> db(begin), de(end);
+    DeviceBuffer<Out<T, Op>> out(segments);
+    out.poison();
+    std::size_t bytes = 0;
+    cudaError_t e;
+    if constexpr (kTwoInputs<T, Op>) {
+      e = fr::reduce_segments_async(nullptr, bytes, dx.buffer.get(), dy.buffer.get(), out.get(), segments,
+                                    db.buffer.get(), de.buffer.get(), op);
+    } else {
+      e = fr::reduce_segments_async(nullptr, bytes, dx.buffer.get(), out.get(), segments, db.buffer.get(),
+                                    de.buffer.get(), op);
+    }
+    ASSERT_EQ(e, cudaSuccess) << what << ": "
+                              << segments_message<T>(nullptr, 0, dx.buffer.get(), dy.buffer.get(), out.get(), segments,
+                                                     db.buffer.get(), de.buffer.get(), op);
+    DeviceBuffer<char> temp(bytes);
+    if constexpr (kTwoInputs<T, Op>) {
+      e = fr::reduce_segments_async(temp.get(), bytes, dx.buffer.get(), dy.buffer.get(), out.get(), segments,
+                                    db.buffer.get(), de.buffer.get(), op);
+    } else {
+      e = fr::reduce_segments_async(temp.get(), bytes, dx.buffer.get(), out.get(), segments, db.buffer.get(),
+                                    de.buffer.get(), op);
+    }
+    ASSERT_EQ(e, cudaSuccess) << what << ": "
+                              << segments_message<T>(temp.get(), bytes, dx.buffer.get(), dy.buffer.get(), out.get(),
+                                                     segments, db.buffer.get(), de.buffer.get(), op);
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto got = host_copy(out.get(), segments);
+    for (std::size_t s = 0; s < segments; ++s) {
+      const std::size_t len = std::size_t(std::max<std::int64_t>(end[s] - begin[s], 0));
+      std::vector<T> ex(hx.begin() + begin[s], hx.begin() + begin[s] + std::int64_t(len));
+      std::vector<T> ey(hy.begin() + begin[s], hy.begin() + begin[s] + std::int64_t(len));
+      ASSERT_TRUE(check_output<T>(op, ex, ey, got[s])) << what << " segment " << s << " of " << segments;
+    }
+  }
+}
+
+// op in one dimension at the sizes where the 1-D paths change (one block, small, large, and with
+// `bulk` the bulk copies' 128 MB), at two alignments.
+template <class T, class Op>
+void check_sizes(const Op& op, const char* what, bool bulk) {
+  std::mt19937_64 rng(test_seed());
+  std::vector<std::size_t> sizes{0, 1, 33, 65537, 262147, (std::size_t(1) << 20) + 3, (std::size_t(1) << 22) + 5};
+  if (bulk && !quick()) sizes.push_back((std::size_t(128) << 20) / sizeof(T) + 7);
+  for (std::size_t n : sizes) {
+    auto hx = fresh_values<T>(n + 1, rng, fr::is_arg_op_v<Op>);
+    auto hy = fresh_values<T>(n + 1, rng, fr::is_arg_op_v<Op>);
+    Device<T> dx(hx), dy(hy);
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      Out<T, Op> got;
+      if constexpr (kTwoInputs<T, Op>) got = fr::reduce(dx.buffer.get() + offset, dy.buffer.get() + offset, n, op);
+      else got = fr::reduce(dx.buffer.get() + offset, n, op);
+      const std::vector<T> ex(hx.begin() + std::int64_t(offset), hx.begin() + std::int64_t(offset + n));
+      const std::vector<T> ey(hy.begin() + std::int64_t(offset), hy.begin() + std::int64_t(offset + n));
+      ASSERT_TRUE(check_output<T>(op, ex, ey, got)) << what << " n=" << n << " offset " << offset;
+    }
+  }
+}
+
+template <class T, class Op>
+void check_everywhere(const Op& op, const char* what, bool bulk = false) {
+  check_sizes<T>(op, what, bulk);
+  check_layouts<T>(op, what);
+  check_layouts<T>(op, what, 1);  // misaligned
+  check_segments<T>(op, what);
+}
+
+}  // namespace
+
+TEST(Family, ArgExtremes) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_everywhere<float>(fr::ArgMax{}, "float argmax", true);
+  check_everywhere<float>(fr::ArgMin{}, "float argmin");
+  check_everywhere<double>(fr::ArgMax{}, "double argmax");
+  check_everywhere<std::int32_t>(fr::ArgMin{}, "int32 argmin");
+  check_everywhere<std::uint8_t>(fr::ArgMax{}, "uint8 argmax");
+}
+
+TEST(Family, MeanVarianceStd) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_everywhere<float>(fr::Mean{}, "float mean");
+  check_everywhere<float>(fr::Var{1}, "float var", true);
+  check_everywhere<double>(fr::Var{0}, "double var(0)");
+  check_everywhere<double>(fr::Std{2}, "double std(2)");
+  check_everywhere<__half>(fr::Var{1}, "half var");
+  check_everywhere<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean");
+  check_everywhere<std::int32_t>(fr::Std{1}, "int32 std");
+}
+
+TEST(Family, Norms) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_everywhere<float>(fr::NormL2{}, "float L2", true);
+  check_everywhere<float>(fr::NormL1{}, "float L1");
+  check_everywhere<float>(fr::NormInf{}, "float Linf");
+  check_everywhere<double>(fr::NormL2{}, "double L2");
+  check_everywhere<__nv_bfloat16>(fr::NormL2{}, "bfloat16 L2");
+}
+
+TEST(Family, DotOfTwoInputs) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_everywhere<float>(fr::Dot{}, "float dot");
+  check_everywhere<double>(fr::Dot{}, "double dot");
+  check_everywhere<std::int32_t>(fr::Dot{}, "int32 dot");
+  // Inputs that lie differently from a 16-byte boundary: element by element.
+  const std::size_t n = quick() ? 100003 : 3000017;
+  std::mt19937_64 rng(test_seed());
+  const auto hx = fresh_values<float>(n + 4, rng, false), hy = fresh_values<float>(n + 4, rng, false);
+  Device<float> dx(hx), dy(hy);
+  for (auto [ox, oy] : {std::pair<std::size_t, std::size_t>{1, 2}, {0, 3}, {2, 2}}) {
+    const float got = fr::reduce(dx.buffer.get() + ox, dy.buffer.get() + oy, n, fr::Dot{});
+    std::vector<float> ex(hx.begin() + std::int64_t(ox), hx.begin() + std::int64_t(ox + n));
+    std::vector<float> ey(hy.begin() + std::int64_t(oy), hy.begin() + std::int64_t(oy + n));
+    EXPECT_TRUE(check_output<float>(fr::Dot{}, ex, ey, got)) << ox << " " << oy;
+  }
+}
+
+TEST(Family, UsersTransformAndOrderedOp) {
+  FASTREDUCE_REQUIRE_GPU();
+  check_everywhere<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares");
+  check_everywhere<std::uint32_t>(fr::transformed(ToAffine{}, Compose{}), "affine maps in order");
+}
+
+TEST(Family, ReproducibleModeAndBadArguments) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 100003;
+  std::mt19937_64 rng(test_seed());
+  const auto h = fresh_values<float>(n, rng, true);
+  Device<float> d(h);
+  const fr::Options repro{.mode = fr::Mode::Reproducible};
+  // Exact in any order: the reproducible form is the fast one.
+  const auto a = fr::reduce(d.buffer.get(), n, fr::ArgMax{}), b = fr::reduce(d.buffer.get(), n, fr::ArgMax{}, repro);
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(fr::reduce(d.buffer.get(), n, fr::NormInf{}, repro), fr::reduce(d.buffer.get(), n, fr::NormInf{}));
+  // Rounded sums have none (yet): refused, nothing written.
+  DeviceBuffer<float> out(4);
+  out.poison();
+  const float poison = read_back(out.get());
+  std::size_t bytes = 1 << 20;
+  DeviceBuffer<char> temp(bytes);
+  EXPECT_EQ(fr::reduce_async(temp.get(), bytes, d.buffer.get(), out.get(), n, fr::Var{}, 0, repro), cudaErrorNotSupported);
+  EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::NormL2{},
+                                  0, repro),
+            cudaErrorNotSupported);
+  EXPECT_THROW(fr::reduce(d.buffer.get(), n, fr::Mean{}, repro), fr::Error);
+  // Bad arguments: errors, nothing written.
+  EXPECT_EQ(fr::reduce_async(temp.get(), bytes, static_cast<const float*>(nullptr), out.get(), n, fr::NormL1{}),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(fr::reduce_async(temp.get(), bytes, d.buffer.get(), static_cast<const float*>(nullptr), out.get(), n, fr::Dot{}),
+            cudaErrorInvalidValue);
+  std::size_t small = 0;
+  ASSERT_EQ(fr::reduce_async(nullptr, small, d.buffer.get(), out.get(), n, fr::Mean{}), cudaSuccess);
+  small -= 1;
+  EXPECT_EQ(fr::reduce_async(temp.get(), small, d.buffer.get(), out.get(), n, fr::Mean{}), cudaErrorInvalidValue);
+  EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = std::size_t(1) << 62, .length = 8},
+                                  fr::Var{}),
+            cudaErrorInvalidValue);
+  CUDA_OK(cudaDeviceSynchronize());
+  for (float v : host_copy(out.get(), 4)) EXPECT_TRUE(same_bits(v, poison));
+  EXPECT_THROW(fr::reduce(d.buffer.get(), n, fr::Var{-1}), fr::Error);
+}
