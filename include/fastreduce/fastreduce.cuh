@@ -30,7 +30,13 @@
 // model and Options give the same bits on every call. Mode::Reproducible goes further for
 // floating-point sums: the bits are the same on every GPU, for every max_blocks and at any
 // address, and the sum is compensated (error within a few units in the last place of the
-// result, see docs/reproducible.md).
+// result, see docs/reproducible.md); ops whose result is exact in any order (integers, Min, Max,
+// bitwise ops, and in fastreduce/reduce.cuh the arg-extremes and the Linf norm) give it as they
+// are, and the other rounded ops (a floating-point Prod, the moments, L1 and L2 norms, dot) are
+// refused with cudaErrorNotSupported.
+//
+// Every other op (arg-extremes, mean, variance, norms, dot, users' own ops and transforms) takes
+// the same calls and the same kernels through fastreduce/reduce.cuh and fastreduce/stats.cuh.
 //
 // Every GPU the library was compiled for runs every path it has code for: the Hopper-only paths
 // (bulk copies, programmatic dependent launch) are chosen by the architecture the kernels were
@@ -54,7 +60,7 @@ namespace fastreduce {
 
 enum class Mode {
   Fast,          // one pass, deterministic for a given device model and Options
-  Reproducible,  // float sums: same bits on any GPU, compensated accuracy
+  Reproducible,  // float sums: same bits on any GPU, compensated accuracy; exact ops as they are
 };
 
 struct Options {
