@@ -301,20 +301,21 @@ def gpus_table(path):
 
 
 def python_table(path):
-    """`python -m fastreduce.bench --csv`: microseconds per call from Python, host overhead included."""
+    """`python -m fastreduce.bench --csv`: microseconds per call from Python, host overhead included,
+    per op and dtype against torch (and, for float32 sums, the engine called directly)."""
     lines = [l for l in open(path).read().splitlines() if l and not l.startswith("#")]
     header = lines[0].split(",")
     rows = [dict(zip(header, l.split(","))) for l in lines[1:]]
-    methods = [h[:-3] for h in header if h.endswith(" us")]
-    out = ["| shape | reduced | " + " | ".join(f"{m} µs" for m in methods) + " | fastreduce / torch.sum |",
-           "|---|---|" + "---:|" * (len(methods) + 1)]
+    out = ["| op | dtype | input | fastreduce µs | torch µs | fastreduce / torch | engine µs | agree |",
+           "|---|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         n = int(r["n"])
-        shape = f"2^{n.bit_length() - 1}" if r["kind"] == "full" else r["shape"].replace("x", " x ")
-        reduced = {"full": "all", "rows": "dim 1", "columns": "dim 0"}[r["kind"]]
-        cells = " | ".join(f'{float(r[m + " us"]):.1f}' for m in methods)
-        ratio = float(r["fastreduce us"]) / float(r["torch.sum us"])
-        out.append(f"| {shape} | {reduced} | {cells} | {ratio:.2f}x |")
+        shape = f"2^{n.bit_length() - 1}" if r["kind"] == "full" else r["shape"].replace("x", " x ") + ", dim -1"
+        us = lambda k: f"{float(r[k]):.1f}" if r.get(k) else "-"
+        ratio = (f'{float(r["fastreduce us"]) / float(r["torch us"]):.2f}x'
+                 if r.get("fastreduce us") and r.get("torch us") else "-")
+        out.append(f'| {r["op"]} | {r["dtype"]} | {shape} | {us("fastreduce us")} | {us("torch us")} | {ratio} | '
+                   f'{us("engine us")} | {"yes" if r["agree"] == "True" else "NO"} |')
     return "\n".join(out)
 
 

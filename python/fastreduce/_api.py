@@ -6,11 +6,14 @@ dims are folded into the engine's (outer, length, inner) with strides, and copie
 they cannot be (reduced dims interleaved with kept ones in a way no three strides describe).
 Results come back in the input's framework, on the framework's current stream.
 """
+import collections
+import math
 import sys
 
 from . import _core
 
-__all__ = ["sum", "prod", "amin", "amax", "min", "max", "is_available"]
+__all__ = ["sum", "prod", "amin", "amax", "min", "max", "argmax", "argmin", "mean", "var", "std", "norm", "dot",
+           "vdot", "is_available"]
 
 # Type codes shared with python/src/core.cpp.
 _BOOL, _I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F16, _BF16, _F32, _F64 = range(13)
@@ -99,6 +102,30 @@ def _torch_stream(torch, device):
     return _raw_stream(device)
 
 
+def _torch_temp(torch, device):
+    """temp_alloc for torch: bytes from torch's allocator (under capture: the graph's private pool,
+    returned when the graph is freed)."""
+    def temp(n):
+        t = torch.empty(n, dtype=torch.uint8, device=device)
+        return t, t.data_ptr()
+    return temp
+
+
+# Temporary storage of CuPy calls captured into CUDA graphs. CuPy's pool has no pool per graph: a
+# buffer freed after the capture could be handed to eager work while a replay of the graph still
+# uses it, so these are kept for the life of the process (a graph may be replayed at any time).
+_cupy_captured = []
+
+
+def _cupy_temp(cupy):
+    """temp_alloc for CuPy: bytes from CuPy's pool, never returned (see _cupy_captured)."""
+    def temp(n):
+        a = cupy.empty(n, dtype=cupy.uint8)
+        _cupy_captured.append(a)
+        return a, a.data.ptr
+    return temp
+
+
 _torch_codes = None
 
 
@@ -139,18 +166,28 @@ class _View:
         self.ptr, self.code, self.shape, self.strides, self.device = ptr, code, shape, strides, device
 
 
-def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record=None):
-    """Reduces view v over dims into a new array from alloc(shape, code); returns it. `record`, a
-    list, receives (folded axes, output shape, engine type) when the input was read in place."""
-    ndim = len(v.shape)
+def _split(shape, dims, keepdim):
+    """The kept dims, the result's shape, the reduced length and the number of outputs."""
+    ndim = len(shape)
     kept = [d for d in range(ndim) if d not in dims]
-    out_shape = tuple(1 if d in dims else v.shape[d] for d in range(ndim)) if keepdim else tuple(v.shape[d] for d in kept)
+    out_shape = tuple(1 if d in dims else shape[d] for d in range(ndim)) if keepdim else tuple(shape[d] for d in kept)
     length = 1
     for d in dims:
-        length *= v.shape[d]
+        length *= shape[d]
     outputs = 1
     for d in kept:
-        outputs *= v.shape[d]
+        outputs *= shape[d]
+    return kept, out_shape, length, outputs
+
+
+def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record=None,
+                 temp_alloc=None):
+    """Reduces view v over dims into a new array from alloc(shape, code); returns it. `record`, a
+    list, receives (folded axes, output shape, engine type) when the input was read in place.
+    temp_alloc(n) -> (array, pointer): n bytes of temporary storage from the framework, asked for
+    only while the stream captures a CUDA graph (None: the engine allocates it on the stream, in
+    the graph itself)."""
+    kept, out_shape, length, outputs = _split(v.shape, dims, keepdim)
     if length == 0 and op in ("amin", "amax") and outputs > 0:
         raise RuntimeError(f"fastreduce.{name}: the reduced dims of the input are empty (no identity for {name})")
     acc = _engine_acc(op, v.code)
@@ -163,9 +200,10 @@ def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_c
         folded = (outputs, length, 1, length, 1, 1)
     elif record is not None:
         record.append((folded, out_shape, acc))
-    outer, length_, inner, so, sl, si = folded
-    _core.reduce(v.code, _OPS[op], reproducible, v.ptr, outer, length_, inner, so, sl, si,
-                 result[1], stream, v.device)
+    need = _core.reduce(v.code, _OPS[op], reproducible, v.ptr, *folded, result[1], stream, v.device)
+    if need:  # capturing a CUDA graph: storage from the framework (temp_alloc) or the graph's own
+        t = temp_alloc(need) if temp_alloc is not None else (None, 0)
+        _core.reduce(v.code, _OPS[op], reproducible, v.ptr, *folded, result[1], stream, v.device, t[1], need)
     return result[0]
 
 
@@ -184,6 +222,42 @@ _plans = {}
 _PLAN_LIMIT = 4096
 
 
+def _torch_input(torch, name, x, dtype):
+    """x (converted to dtype where the engine cannot read it as it is: float16/bfloat16 are read
+    as they are for float32), its type code, the type table and the dtype asked for (None)."""
+    if not x.is_cuda:
+        raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
+    codes = _torch_tables(torch)
+    code = codes.get(x.dtype)
+    if code is None:
+        raise TypeError(f"fastreduce.{name}: unsupported dtype {x.dtype}")
+    if dtype is not None:
+        if dtype not in codes:
+            raise TypeError(f"fastreduce.{name}: unsupported dtype {dtype}")
+        if not (code in _NARROW and dtype == torch.float32) and dtype != x.dtype:
+            x = x.to(dtype)
+            code = codes[dtype]
+    return x, code, codes, dtype
+
+
+def _torch_callbacks(torch, by_code, x, code, device):
+    """alloc(shape, code) and copy_contiguous(order) of torch tensors for _reduce_view/_family_view,
+    and the list that keeps the copies alive until the kernels are enqueued (the caching allocator
+    orders their reuse on the stream)."""
+    keep = []
+
+    def alloc(shape, acc):
+        t = torch.empty(shape, dtype=by_code[acc], device=x.device)
+        return t, t.data_ptr()
+
+    def copy_contiguous(order):
+        c = x.permute(order).contiguous()
+        keep.append(c)
+        return _View(c.data_ptr(), code, tuple(c.shape), tuple(c.stride()), device)
+
+    return alloc, copy_contiguous, keep
+
+
 def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     if dtype is None and out is None and x.is_cuda and type(dim) is not bool:
         key = (op, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim, mode)
@@ -192,26 +266,17 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
             code, op_code, reproducible, folded, out_shape, acc, want = plan
             device = x.get_device()
             result = x.new_empty(out_shape, dtype=acc)
-            _core.reduce(code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(),
-                         _torch_stream(torch, device), device)
+            stream = _torch_stream(torch, device)
+            need = _core.reduce(code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(), stream, device)
+            if need:  # the stream is capturing a CUDA graph: storage from the graph's pool
+                temp = torch.empty(need, dtype=torch.uint8, device=x.device)
+                _core.reduce(code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(), stream, device,
+                             temp.data_ptr(), need)
             return result if want is None else result.to(want)
     else:
         key = None
-    if not x.is_cuda:
-        raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
-    codes = _torch_tables(torch)
-    code = codes.get(x.dtype)
-    if code is None:
-        raise TypeError(f"fastreduce.{name}: unsupported dtype {x.dtype}")
-    reproducible = _check_mode(name, mode, op, code if dtype is None else codes.get(dtype, code))
-    want = None  # the dtype of the result
-    if dtype is not None:
-        if dtype not in codes:
-            raise TypeError(f"fastreduce.{name}: unsupported dtype {dtype}")
-        if not (code in _NARROW and dtype == torch.float32) and dtype != x.dtype:
-            x = x.to(dtype)
-            code = codes[dtype]
-        want = dtype
+    x, code, codes, want = _torch_input(torch, name, x, dtype)
+    reproducible = _check_mode(name, mode, op, code)
     if op in ("sum", "prod") and code in (_I32, _U32):
         x = x.to(torch.int64)  # torch sums these into int64 without wrapping
         code = _I64
@@ -221,20 +286,11 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     dims = _dims(dim, x.dim(), name)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     stream = _torch_stream(torch, device)
-
-    def alloc(shape, acc):
-        t = torch.empty(shape, dtype=by_code[acc], device=x.device)
-        return t, t.data_ptr()
-
-    def copy_contiguous(order):
-        c = x.permute(order).contiguous()
-        keep.append(c)  # alive until the kernels are enqueued (the caching allocator orders reuse on the stream)
-        return _View(c.data_ptr(), code, tuple(c.shape), tuple(c.stride()), device)
-
-    keep = []
+    alloc, copy_contiguous, keep = _torch_callbacks(torch, by_code, x, code, device)
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
-    result = _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record)
+    result = _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record,
+                          _torch_temp(torch, x.device))
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
         if len(_plans) >= _PLAN_LIMIT:
             _plans.clear()
@@ -274,6 +330,24 @@ def _cai_view(name, x):
     return code, shape, strides, cai["data"][0]
 
 
+def _cupy_callbacks(cupy, name, x, device):
+    """alloc(shape, code) and copy_contiguous(order) of CuPy arrays for _reduce_view/_family_view,
+    and the list that keeps the copies alive until the kernels are enqueued."""
+    keep = []
+
+    def alloc(shape_, acc):
+        a = cupy.empty(shape_, dtype=_dtype_name(acc))
+        return a, a.data.ptr
+
+    def copy_contiguous(order):
+        c = cupy.ascontiguousarray(x.transpose(order))
+        keep.append(c)
+        c_code, c_shape, c_strides, c_ptr = _cai_view(name, c)
+        return _View(c_ptr, c_code, c_shape, c_strides, device)
+
+    return alloc, copy_contiguous, keep
+
+
 def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
     reproducible = _check_mode(name, mode, op, _NAME_CODES.get(str(cupy.dtype(dtype if dtype is not None else x.dtype))))
     if dtype is not None and cupy.dtype(dtype) != x.dtype:
@@ -288,20 +362,10 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
     device = x.device.id
     with cupy.cuda.Device(device):
         stream = cupy.cuda.get_current_stream().ptr
-        keep = []
-
-        def alloc(shape_, acc):
-            a = cupy.empty(shape_, dtype=_dtype_name(acc))
-            return a, a.data.ptr
-
-        def copy_contiguous(order):
-            c = cupy.ascontiguousarray(x.transpose(order))
-            keep.append(c)
-            c_code, c_shape, c_strides, c_ptr = _cai_view(name, c)
-            return _View(c_ptr, c_code, c_shape, c_strides, device)
+        alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
 
         result = _reduce_view(name, op, _View(ptr, code, shape, strides, device), dims, keepdim, reproducible, stream,
-                              alloc, copy_contiguous)
+                              alloc, copy_contiguous, None, _cupy_temp(cupy))
         unsigned = code in (_U8, _U16, _U32, _U64)
         want = cupy.dtype(dtype) if dtype is not None else (
             x.dtype if code in _NARROW or op in ("amin", "amax")
@@ -324,7 +388,7 @@ def _dtype_name(code):
 
 
 def _reduce(name, op, x, dim, keepdim, dtype, out, mode):
-    torch = sys.modules.get("torch")
+    torch = _torch_mod or _torch_module()
     if torch is not None and isinstance(x, torch.Tensor):
         if _torch_op is None:
             _register_torch_op(torch)
@@ -375,6 +439,21 @@ def _reduce_jax(jax, name, op, x, dim, keepdim, dtype, out, mode):
 _torch_op = None
 
 
+_torch_mod = None  # torch, once seen (a global read is all that torch.compile traces through)
+_is_compiling = None
+
+
+def _torch_module():
+    """The torch module once it has been imported, else None."""
+    global _torch_mod, _is_compiling
+    if _torch_mod is None:
+        t = sys.modules.get("torch")
+        if t is not None and hasattr(t, "Tensor"):
+            _is_compiling = getattr(getattr(t, "compiler", None), "is_compiling", None) or (lambda: False)
+            _torch_mod = t
+    return _torch_mod
+
+
 def _register_torch_op(torch):
     """fastreduce::reduce as a torch.library custom op (with a fake for shapes), which
     torch.compile graphs call; eager calls skip the dispatcher."""
@@ -382,7 +461,7 @@ def _register_torch_op(torch):
     if _torch_op is not None or not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
         _torch_op = False
         return
-    from typing import List, Optional
+    from typing import List, Optional, Tuple
 
     @torch.library.custom_op("fastreduce::reduce", mutates_args=())
     def reduce_op(x: torch.Tensor, dim: List[int], keepdim: bool, op: str, mode: str,
@@ -400,16 +479,36 @@ def _register_torch_op(torch):
                                                 else by_code[_result_code(op, code)])
         return x.new_empty(shape, dtype=want)
 
+    @torch.library.custom_op("fastreduce::family", mutates_args=())
+    def family_op(x: torch.Tensor, y: Optional[torch.Tensor], dim: Optional[List[int]], keepdim: bool, op: str,
+                  param: int, mode: str, dtype: Optional[torch.dtype]) -> torch.Tensor:
+        d = None if dim is None else (dim[0] if op in _ARG else tuple(dim))
+        return _family_torch(torch, op, op, x, y, d, keepdim, param, dtype, mode, False)
+
+    @family_op.register_fake
+    def _(x, y, dim, keepdim, op, param, mode, dtype):
+        d = None if dim is None else (dim[0] if op in _ARG else tuple(dim))
+        dims = set(_family_dims(op, op, d, x.dim()))
+        shape = [1 if i in dims else n for i, n in enumerate(x.shape) if keepdim or i not in dims]
+        want = torch.int64 if op in _ARG else (dtype if dtype is not None else x.dtype)
+        return x.new_empty(shape, dtype=want)
+
+    @torch.library.custom_op("fastreduce::minmax", mutates_args=())
+    def minmax_op(x: torch.Tensor, dim: int, keepdim: bool, op: str, mode: str) -> Tuple[torch.Tensor, torch.Tensor]:
+        r = _family_torch(torch, op, op, x, None, dim, keepdim, 0, None, mode, True)
+        return r.values, r.indices
+
+    @minmax_op.register_fake
+    def _(x, dim, keepdim, op, mode):
+        dims = set(_family_dims(op, op, dim, x.dim()))
+        shape = [1 if i in dims else n for i, n in enumerate(x.shape) if keepdim or i not in dims]
+        return x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)
+
     _torch_op = reduce_op
 
 
 def _in_graph(torch):
-    if "torch._dynamo" not in sys.modules:  # nothing is being compiled before dynamo is loaded
-        return False
-    try:
-        return torch.compiler.is_compiling()
-    except AttributeError:
-        return False
+    return _is_compiling()
 
 
 def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
@@ -441,17 +540,390 @@ def amax(x, dim=None, keepdim=False, *, out=None, mode="fast"):
 
 
 def min(x, dim=None, keepdim=False, *, out=None, mode="fast"):
-    """Minimum of all elements, like torch.min(x). With dim, torch returns (values, indices): that
-    needs the arg-extreme reductions, which fastreduce does not have yet (NotImplementedError)."""
-    if dim is not None:
-        raise NotImplementedError("fastreduce.min with dim returns (values, indices), which needs arg-extreme "
-                                  "reductions (not built yet): use fastreduce.amin for the values")
-    return _reduce("min", "amin", x, None, False, None, out, mode)
+    """Minimum, like torch.min. Without dim: the minimum of all elements (x's dtype, NaN
+    propagating). With dim (an int): a named tuple (values, indices), torch.return_types.min for
+    torch tensors: the minimum along dim and the index (int64) of its first occurrence (NaN counts
+    as the minimum, its first index is returned). Every mode gives the same, exact, result."""
+    if dim is None:
+        return _reduce("min", "amin", x, None, False, None, out, mode)
+    return _family("min", "argmin", x, None, dim, keepdim, 0, None, mode, values=True, out=out)
 
 
 def max(x, dim=None, keepdim=False, *, out=None, mode="fast"):
-    """Maximum of all elements, like torch.max(x); with dim see fastreduce.min."""
-    if dim is not None:
-        raise NotImplementedError("fastreduce.max with dim returns (values, indices), which needs arg-extreme "
-                                  "reductions (not built yet): use fastreduce.amax for the values")
-    return _reduce("max", "amax", x, None, False, None, out, mode)
+    """Maximum, like torch.max; with dim a named tuple (values, indices) as fastreduce.min."""
+    if dim is None:
+        return _reduce("max", "amax", x, None, False, None, out, mode)
+    return _family("max", "argmax", x, None, dim, keepdim, 0, None, mode, values=True, out=out)
+
+
+def argmax(x, dim=None, keepdim=False, *, mode="fast"):
+    """Index (int64) of the maximum, like torch.argmax: along dim (an int), or with dim=None the
+    index into x flattened (row-major, whatever x's strides). The first index wins on ties; NaN
+    counts as the maximum. Integer, float and half inputs (float16/bfloat16 compared as float32,
+    which is exact). Every mode gives the same, exact, result."""
+    return _family("argmax", "argmax", x, None, dim, keepdim, 0, None, mode)
+
+
+def argmin(x, dim=None, keepdim=False, *, mode="fast"):
+    """Index (int64) of the minimum, like torch.argmin (see argmax)."""
+    return _family("argmin", "argmin", x, None, dim, keepdim, 0, None, mode)
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None, mode="fast"):
+    """Mean over dim (an int, a tuple, None for all), like torch.mean: floating-point inputs only
+    (integers need dtype=, as in torch); float16/bfloat16 accumulate in double and return their
+    own type (or dtype=float32 with no conversion of the input). NaN for no element.
+    mode="reproducible" is refused (RuntimeError): the engine has no reproducible mean yet."""
+    return _family("mean", "mean", x, None, dim, keepdim, 0, dtype, mode)
+
+
+def _correction(name, correction, unbiased):
+    if unbiased is not None:
+        if correction is not None:
+            raise TypeError(f"fastreduce.{name}: give correction or unbiased, not both")
+        return 1 if unbiased else 0
+    if correction is None:
+        return 1
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        raise TypeError(f"fastreduce.{name}: correction must be a number, got {correction!r}")
+    if correction != int(correction) or correction < 0:
+        raise ValueError(f"fastreduce.{name}: correction must be a non-negative integer (the engine's), got "
+                         f"{correction!r}")
+    return int(correction)
+
+
+def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
+    """Variance over dim, like torch.var: M2 / (n - correction), correction=1 by default
+    (unbiased=True/False is the older spelling of 1/0); NaN where n <= correction. One pass,
+    robust (shifted sums, Chan's merge), accumulated in double. Floating-point inputs only; the
+    result has x's dtype. mode="reproducible" is refused (RuntimeError)."""
+    return _family("var", "var", x, None, dim, keepdim, _correction("var", correction, unbiased), None, mode)
+
+
+def std(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
+    """Standard deviation over dim, like torch.std: the square root of var's."""
+    return _family("std", "std", x, None, dim, keepdim, _correction("std", correction, unbiased), None, mode)
+
+
+_NORMS = {1: "norm1", 2: "norm2", "fro": "norm2", math.inf: "norminf"}
+
+
+def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
+    """Vector norm over dim, like torch.linalg.vector_norm (and torch.norm's vector norms):
+    p (or ord) 1, 2 ("fro" too) or inf. Floating-point inputs only (integers need dtype=); the
+    result has x's dtype; L2 of doubles is scaled (Blue's sums: no overflow or underflow). Only
+    p=inf has a reproducible form (mode="reproducible"; it is exact); the others raise
+    RuntimeError in that mode."""
+    if ord is not None:
+        p = ord
+    which = _NORMS.get(p) if not isinstance(p, bool) else None
+    if which is None:
+        raise ValueError(f"fastreduce.norm: p must be 1, 2, 'fro' or inf, got {p!r}")
+    return _family("norm", which, x, None, dim, keepdim, 0, dtype, mode)
+
+
+def dot(a, b, *, mode="fast"):
+    """Dot product of two 1-D arrays of one floating-point dtype and length, like torch.dot
+    (accumulated in double; the result, 0-d, has their dtype). mode="reproducible" is refused."""
+    return _family("dot", "dot", a, b, None, False, 0, None, mode)
+
+
+def vdot(a, b, *, mode="fast"):
+    """torch.vdot for real arrays: the same as dot (complex inputs are not supported)."""
+    return _family("vdot", "dot", a, b, None, False, 0, None, mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# The family ops (python/src/family.hpp's op codes): arg-extremes, mean, var, std, norms, dot.
+
+_FAMILY = {"argmax": 16, "argmin": 17, "mean": 18, "var": 19, "std": 20, "norm1": 21, "norm2": 22, "norminf": 23,
+           "dot": 24}
+_ARG = ("argmax", "argmin")
+_FLOATS = {_F16, _BF16, _F32, _F64}
+_ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
+_EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
+_Values = collections.namedtuple("_Values", ["values", "indices"])
+min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
+max_result = collections.namedtuple("max", ["values", "indices"])
+
+
+def _family_acc(op, code):
+    """What the engine writes: the input's type for the arg-extremes' values, else stat_t."""
+    if op in _ARG:
+        return code
+    return _F64 if code == _F64 else _F32
+
+
+def _family_check(name, op, code, mode, converted):
+    """TypeError/RuntimeError as torch for types the op does not take; the mode."""
+    if op in _ARG:
+        if code not in _ARG_CODES:
+            raise TypeError(f"fastreduce.{name}: unsupported dtype {_dtype_name(code)} (arg-extremes: int8, uint8, "
+                            "int16, int32, int64, float16, bfloat16, float32, float64)")
+    elif code not in _FLOATS:
+        if code in _INTEGER and not converted:
+            raise RuntimeError(f"fastreduce.{name}: could not infer output dtype. Input dtype must be a floating "
+                               f"point dtype, got {_dtype_name(code)} (pass dtype=, as torch asks)")
+        raise TypeError(f"fastreduce.{name}: unsupported dtype {_dtype_name(code)}")
+    if mode not in _MODES:
+        raise ValueError(f"fastreduce.{name}: mode must be 'fast' or 'reproducible', got {mode!r}")
+    if mode == "reproducible" and op not in _EXACT:
+        raise RuntimeError(f"fastreduce.{name}: Mode::Reproducible has no form of this op (its result depends on the "
+                           "order of its floating-point operations); reproducible: sum, amin, amax, min, max, "
+                           "argmax, argmin, norm(p=inf)")
+    return mode == "reproducible"
+
+
+def _family_dims(name, op, dim, ndim):
+    if op in _ARG:  # torch: one int, or None (the flattened input)
+        if dim is None:
+            return tuple(range(ndim))
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"fastreduce.{name}: dim must be an int or None, got {dim!r}")
+    return _dims(dim, ndim, name)
+
+
+def _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, alloc, copy_contiguous,
+                 temp_alloc, values=False, record=None, flat=False):
+    """Reduces view v (and the second input at ptr2, with v's shape and strides) over dims.
+    Returns the engine's result, or (values, indices) of the arg-extremes (values None unless
+    asked for). record as _reduce_view's."""
+    kept, out_shape, length, outputs = _split(v.shape, dims, keepdim)
+    arg = op in _ARG
+    # torch divides by max(0, n - correction): with n <= correction, M2 / 0 (inf, NaN where M2 = 0);
+    # the engine says NaN there. M2 / n times inf gives torch's (not cached as a plan).
+    degenerate = op in ("var", "std") and 0 < length <= param
+    if degenerate:
+        param, record = 0, None
+    if arg and length == 0:
+        if flat:
+            raise IndexError(f"fastreduce.{name}: Expected reduction dim to be specified for input.numel() == 0.")
+        raise IndexError(f"fastreduce.{name}: Expected reduction dim {dims[0] if dims else 0} to have non-zero size.")
+    if arg:
+        vals = alloc(out_shape, v.code) if values else (None, 0)
+        result = alloc(out_shape, _I64)
+        out, out2 = vals[1], result[1]
+    else:
+        result = alloc(out_shape, _family_acc(op, v.code))
+        out, out2 = result[1], 0
+    if outputs > 0:
+        folded = _fold(v.shape, v.strides, set(dims))
+        if folded is None:
+            v = copy_contiguous(kept + list(dims))
+            folded = (outputs, length, 1, length, 1, 1)
+        elif record is not None:
+            record.append((folded, out_shape))
+        code, op_code = v.code, _FAMILY[op]
+        need = _core.reduce_family(code, op_code, param, reproducible, v.ptr, ptr2, *folded, out, out2, stream,
+                                   v.device)
+        if need:  # capturing a CUDA graph
+            t = temp_alloc(need) if temp_alloc is not None else (None, 0)
+            _core.reduce_family(code, op_code, param, reproducible, v.ptr, ptr2, *folded, out, out2, stream, v.device,
+                                t[1], need)
+    if arg:
+        return _Values(vals[0], result[0])
+    if degenerate:
+        return result[0] * float("inf")
+    return result[0]
+
+
+def _family(name, op, x, y, dim, keepdim, param, dtype, mode, values=False, out=None):
+    torch = _torch_mod or _torch_module()
+    if torch is not None and isinstance(x, torch.Tensor):
+        if _torch_op is None:
+            _register_torch_op(torch)
+        if _in_graph(torch) and _torch_op:
+            d = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+            if values:
+                pair = torch.ops.fastreduce.minmax(x, dim, keepdim, op, mode)
+                r = (torch.return_types.max if op == "argmax" else torch.return_types.min)(pair)
+            else:
+                r = torch.ops.fastreduce.family(x, y, d, keepdim, op, param, mode, dtype)
+            return _family_out(torch, name, r, out)
+        return _family_out(torch, name, _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, values),
+                           out)
+    cupy = sys.modules.get("cupy")
+    jax = sys.modules.get("jax")
+    if jax is not None and isinstance(x, jax.Array):
+        if out is not None:
+            raise TypeError(f"fastreduce.{name}: JAX arrays are immutable: out= is not supported")
+        return _family_jax(jax, name, op, x, y, dim, keepdim, param, dtype, mode, values)
+    if (cupy is not None and isinstance(x, cupy.ndarray)) or hasattr(x, "__cuda_array_interface__"):
+        if cupy is None or not isinstance(x, cupy.ndarray):
+            import cupy  # other CUDA arrays (Numba, ...): viewed and answered through CuPy
+            x = cupy.asarray(x)
+            y = cupy.asarray(y) if y is not None and hasattr(y, "__cuda_array_interface__") else y
+        return _family_out(None, name, _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values),
+                           out)
+    if hasattr(x, "__dlpack__"):
+        raise TypeError(f"fastreduce.{name}: expected a CUDA array (torch, CuPy, JAX, Numba), got {type(x).__name__} "
+                        "(a CPU array?)")
+    raise TypeError(f"fastreduce.{name}: expected a CUDA array (torch, CuPy, JAX, Numba), got {type(x).__name__}")
+
+
+def _family_out(torch, name, r, out):
+    if out is None:
+        return r
+    pairs = tuple(out) if isinstance(r, tuple) else (out,)
+    results = tuple(r) if isinstance(r, tuple) else (r,)
+    if len(pairs) != len(results):
+        raise TypeError(f"fastreduce.{name}: out must be a tuple of {len(results)} arrays")
+    for o, v in zip(pairs, results):
+        if tuple(o.shape) != tuple(v.shape):
+            raise RuntimeError(f"fastreduce.{name}: out has shape {tuple(o.shape)}, the result {tuple(v.shape)}")
+        if torch is not None:
+            o.copy_(v)
+        else:
+            o[...] = v
+    return out
+
+
+def _dot_check(name, xs, ys, xdt, ydt):
+    if len(xs) != 1 or len(ys) != 1:
+        raise RuntimeError(f"fastreduce.{name}: 1D tensors expected, but got {len(xs)}D and {len(ys)}D tensors")
+    if xdt != ydt:
+        raise RuntimeError(f"fastreduce.{name}: expected both vectors to have same dtype, but found {xdt} and {ydt}")
+    if xs[0] != ys[0]:
+        raise RuntimeError(f"fastreduce.{name}: inconsistent tensor size, expected tensor [{xs[0]}] and src [{ys[0]}] "
+                           f"to have the same number of elements, but got {xs[0]} and {ys[0]} elements respectively")
+
+
+# Plans of torch family calls read in place (as _plans).
+_fplans = {}
+
+
+def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, values):
+    if y is None and dtype is None and x.is_cuda and type(dim) is not bool:
+        key = (op, param, values, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim,
+               mode)
+        plan = _fplans.get(key)
+        if plan is not None:
+            code, op_code, reproducible, folded, out_shape, acc, want = plan
+            device = x.get_device()
+            stream = _torch_stream(torch, device)
+            if op_code < 18:  # arg-extremes
+                vals = x.new_empty(out_shape) if values else None
+                result = x.new_empty(out_shape, dtype=torch.int64)
+                out, out2 = (vals.data_ptr() if values else 0), result.data_ptr()
+            else:
+                result = x.new_empty(out_shape, dtype=acc)
+                out, out2 = result.data_ptr(), 0
+            need = _core.reduce_family(code, op_code, param, reproducible, x.data_ptr(), 0, *folded, out, out2,
+                                       stream, device)
+            if need:  # capturing a CUDA graph: storage from the graph's pool
+                temp = torch.empty(need, dtype=torch.uint8, device=x.device)
+                _core.reduce_family(code, op_code, param, reproducible, x.data_ptr(), 0, *folded, out, out2, stream,
+                                    device, temp.data_ptr(), need)
+            if op_code < 18:
+                return (torch.return_types.max if op == "argmax" else torch.return_types.min)((vals, result)) \
+                    if values else result
+            return result if want is None else result.to(want)
+    else:
+        key = None
+    x, code, codes, want = _torch_input(torch, name, x, dtype)
+    by_code = {c: t for t, c in codes.items()}
+    reproducible = _family_check(name, op, code, mode, dtype is not None)
+    device = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    ptr2 = 0
+    if y is not None:
+        if not isinstance(y, torch.Tensor):
+            raise TypeError(f"fastreduce.{name}: expected a tensor, got {type(y).__name__}")
+        _dot_check(name, tuple(x.shape), tuple(y.shape), x.dtype, y.dtype)
+        if y.device != x.device:
+            raise RuntimeError(f"fastreduce.{name}: expected both tensors on one device, got {x.device} and {y.device}")
+        if x.stride() != y.stride():
+            x, y = x.contiguous(), y.contiguous()
+        ptr2 = y.data_ptr()
+    if want is None:
+        want = torch.int64 if op in _ARG else x.dtype
+    dims = _family_dims(name, op, dim, x.dim())
+    stream = _torch_stream(torch, device)
+    alloc, copy_contiguous, keep = _torch_callbacks(torch, by_code, x, code, device)
+    record = []
+    v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
+    r = _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, alloc, copy_contiguous,
+                     _torch_temp(torch, x.device), values, record, dim is None)
+    if op in _ARG:
+        if key is not None and record:
+            _plan_put(key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], None, None))
+        if values:
+            return (torch.return_types.max if op == "argmax" else torch.return_types.min)((r.values, r.indices))
+        return r.indices
+    if key is not None and record and key[3] == x.dtype:
+        _plan_put(key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], r.dtype,
+                        None if r.dtype == want else want))
+    return r if r.dtype == want else r.to(want)
+
+
+def _plan_put(key, plan):
+    if len(_fplans) >= _PLAN_LIMIT:
+        _fplans.clear()
+    _fplans[key] = plan
+
+
+def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values):
+    code = _NAME_CODES.get(str(x.dtype))
+    if code is None:
+        raise TypeError(f"fastreduce.{name}: unsupported dtype {x.dtype}")
+    want = None
+    if dtype is not None:
+        dt = cupy.dtype(dtype)
+        if str(dt) not in _NAME_CODES:
+            raise TypeError(f"fastreduce.{name}: unsupported dtype {dt}")
+        if not (code == _F16 and dt == cupy.float32) and dt != x.dtype:
+            x = x.astype(dt)
+        code = _NAME_CODES[str(x.dtype)]
+        want = dt
+    reproducible = _family_check(name, op, code, mode, dtype is not None)
+    code, shape, strides, ptr = _cai_view(name, x)
+    device = x.device.id
+    ptr2 = 0
+    if y is not None:
+        if not isinstance(y, cupy.ndarray):
+            raise TypeError(f"fastreduce.{name}: expected a CuPy array, got {type(y).__name__}")
+        _dot_check(name, shape, tuple(y.shape), x.dtype, y.dtype)
+        if y.strides != x.strides:
+            x, y = cupy.ascontiguousarray(x), cupy.ascontiguousarray(y)
+            code, shape, strides, ptr = _cai_view(name, x)
+        ptr2 = _cai_view(name, y)[3]
+    dims = _family_dims(name, op, dim, len(shape))
+    with cupy.cuda.Device(device):
+        stream = cupy.cuda.get_current_stream().ptr
+        alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
+
+        # Under capture the storage comes from CuPy's pool and is kept (_cupy_captured).
+        r = _family_view(name, op, _View(ptr, code, shape, strides, device), ptr2, dims, keepdim, param, reproducible,
+                         stream, alloc, copy_contiguous, _cupy_temp(cupy), values, None, dim is None)
+        if op in _ARG:
+            if values:
+                return (max_result if op == "argmax" else min_result)(r.values, r.indices)
+            return r.indices
+        want = want if want is not None else x.dtype
+        return r if r.dtype == want else r.astype(want)
+
+
+def _family_jax(jax, name, op, x, y, dim, keepdim, param, dtype, mode, values):
+    """JAX arrays: as _reduce_jax (through torch, or CuPy, after the array is ready)."""
+    for a in (x,) if y is None else (x, y):
+        devices = list(a.devices())
+        if len(devices) != 1 or devices[0].platform != "gpu":
+            raise TypeError(f"fastreduce.{name}: expected a JAX array on one GPU, got one on {devices}")
+        a.block_until_ready()
+    import jax.dlpack
+    try:
+        import torch
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"fastreduce.{name}: JAX arrays cannot be reduced under CUDA graph capture (the call "
+                               "waits for JAX's stream)")
+        t = torch.from_dlpack(x)
+        r = _family_torch(torch, name, op, t, None if y is None else torch.from_dlpack(y), dim, keepdim, param, dtype,
+                          mode, values)
+        torch.cuda.current_stream(t.device).synchronize()
+    except ImportError:
+        import cupy
+        r = _family_cupy(cupy, name, op, cupy.from_dlpack(x), None if y is None else cupy.from_dlpack(y), dim, keepdim,
+                         param, dtype, mode, values)
+        cupy.cuda.get_current_stream().synchronize()
+    if isinstance(r, tuple):
+        return (max_result if op == "argmax" else min_result)(jax.dlpack.from_dlpack(r[0]), jax.dlpack.from_dlpack(r[1]))
+    return jax.dlpack.from_dlpack(r)

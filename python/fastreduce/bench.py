@@ -1,19 +1,30 @@
-"""python -m fastreduce.bench: fastreduce against torch.sum, cupy.sum and (if installed)
-cuda.compute.reduce_into on the same tensors, in one run.
+"""python -m fastreduce.bench: fastreduce against torch (sum, amax, argmax, mean, var, norm) on the
+same tensors, in one run; for float32 sums also the engine called directly, cupy.sum and (if
+installed) cuda.compute.reduce_into.
 
-Every method reduces the same float32 CUDA tensor. A call's time is the wall time of a loop of
-back-to-back calls (synchronised once at the end) divided by the calls, the median of several
-loops: what a Python program pays per call, host overhead included. "engine" calls the compiled
-module directly with a preallocated output: the engine's time without the Python layer.
+Each row reduces one CUDA tensor (torch.rand, float32 or bfloat16): all of it ("full", sizes 2^10
+to 2^--max-log2 every 2 powers) or along dim -1 of a (4096, n/4096) matrix ("dim", n = 2^20, 2^24,
+2^28). A call's time is the wall time of a loop of back-to-back calls (synchronised once at the
+end) divided by the calls, the median of several loops: what a Python program pays per call,
+host overhead included. "engine" calls the compiled module directly with a preallocated output:
+the engine's time without the Python layer. Every result is checked against torch in float64
+(argmax: the same index, or an equal value at it); the exit status is 1 if any row disagrees.
 
     python -m fastreduce.bench --csv out.csv --plot out.png
+    python -m fastreduce.bench --quick --ops sum,argmax --dtypes bfloat16
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import statistics
 import sys
 import time
+
+OPS = ("sum", "amax", "argmax", "mean", "var", "norm")
+DTYPES = ("float32", "bfloat16")
+ROWS = 4096  # the rows of the matrices reduced along dim -1
 
 
 def _time_per_call(fn, sync, budget_s=0.05, repeats=7):
@@ -38,11 +49,42 @@ def _time_per_call(fn, sync, budget_s=0.05, repeats=7):
     return statistics.median(samples)
 
 
+def _list(choices, what):
+    """argparse type: a comma list of names out of choices."""
+    def parse(text):
+        names = [s.strip() for s in text.split(",") if s.strip()]
+        bad = [s for s in names if s not in choices]
+        if bad or not names:
+            raise argparse.ArgumentTypeError(f"unknown {what} {','.join(bad)!r} (choose from {','.join(choices)})"
+                                             if bad else f"no {what} given")
+        return names
+    return parse
+
+
+def _agree(torch, op, x, dim, got, ref):
+    """Whether fastreduce's result `got` matches torch's float64 one `ref` (argmax: the same indices,
+    or equal values at them where there are ties)."""
+    if tuple(got.shape) != tuple(ref.shape):
+        return False
+    if op == "argmax":
+        if torch.equal(got, ref):
+            return True
+        at = (lambda i: x.flatten()[i]) if dim is None else (lambda i: x.gather(dim, i.unsqueeze(dim)).squeeze(dim))
+        return torch.equal(at(got), at(ref))
+    rtol, atol = (1e-4, 1e-3) if x.dtype == torch.float32 else (1e-2, 1e-3)  # bfloat16: its rounding of the result
+    return bool(torch.allclose(got.double(), ref, rtol=rtol, atol=atol))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fastreduce.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", help="write the rows as CSV here")
-    parser.add_argument("--plot", help="write a PNG of time per call against n here (needs matplotlib)")
-    parser.add_argument("--max-log2", type=int, default=28, help="largest full-reduction size, as a power of two")
+    parser.add_argument("--plot", help="write a PNG of time per call against n here, a panel per op (needs matplotlib)")
+    parser.add_argument("--max-log2", type=int, default=28, help="largest size, as a power of two")
+    parser.add_argument("--ops", type=_list(OPS, "op"), default=list(OPS), help=f"comma list (default {','.join(OPS)})")
+    parser.add_argument("--dtypes", type=_list(DTYPES, "dtype"), default=list(DTYPES),
+                        help=f"comma list (default {','.join(DTYPES)})")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer sizes (2^10, 2^16, 2^20, 2^24 full; 2^24 along dim -1): a few minutes")
     args = parser.parse_args(argv)
 
     import torch
@@ -62,48 +104,69 @@ def main(argv=None):
     sync = torch.cuda.synchronize
     device = torch.cuda.current_device()
     name = torch.cuda.get_device_name(device)
-    cases = [("full", (1 << k,), None) for k in range(10, args.max_log2 + 1, 2)]
-    cases += [("rows", (1 << 14, 1 << 10), 1), ("columns", (1 << 14, 1 << 10), 0),
-              ("rows", (1 << 16, 1 << 10), 1), ("columns", (1 << 16, 1 << 10), 0)]
+    # op -> (fastreduce's function, torch's, positional arguments after x); torch's over float64 is the reference
+    functions = {"sum": (fr.sum, torch.sum, ()), "amax": (fr.amax, torch.amax, ()),
+                 "argmax": (fr.argmax, torch.argmax, ()), "mean": (fr.mean, torch.mean, ()),
+                 "var": (fr.var, torch.var, ()), "norm": (fr.norm, torch.linalg.vector_norm, (2,))}
+    full_logs = (10, 16, 20, 24) if args.quick else range(10, args.max_log2 + 1, 2)
+    dim_logs = (24,) if args.quick else (20, 24, 28)
+    cases = [("full", (1 << k,), None) for k in full_logs if k <= args.max_log2]
+    cases += [("dim", (ROWS, (1 << k) // ROWS), -1) for k in dim_logs if k <= args.max_log2]
+    torch.manual_seed(0)
     rows = []
-    for kind, shape, dim in cases:
-        x = torch.rand(shape, device="cuda", dtype=torch.float32)
-        n = x.numel()
-        out = torch.empty(() if dim is None else shape[1 - dim], device="cuda")
-        outer, length, inner, so, sl, si = _api._fold(tuple(x.shape), tuple(x.stride()),
-                                                      set(range(x.dim())) if dim is None else {dim})
-        stream = _api._torch_stream(torch, device)
-        methods = {
-            "fastreduce": lambda: fr.sum(x, dim=dim),
-            "engine": lambda: _core.reduce(11, 0, False, x.data_ptr(), outer, length, inner, so, sl, si,
-                                           out.data_ptr(), stream, device),
-            "torch.sum": (lambda: torch.sum(x)) if dim is None else (lambda: torch.sum(x, dim=dim)),
-        }
-        if cupy is not None:
-            cx = cupy.asarray(x)
-            methods["cupy.sum"] = (lambda: cx.sum()) if dim is None else (lambda: cx.sum(axis=dim))
-        if cc is not None and dim is None:
-            try:
-                h_init = __import__("numpy").zeros(1, dtype="float32")
-                d_out = torch.empty(1, device="cuda")
-                methods["cuda.compute"] = lambda: cc.reduce_into(x, d_out, cc.OpKind.PLUS, n, h_init)
-            except Exception as e:  # an API this script does not know
-                print(f"fastreduce.bench: cuda.compute skipped ({e})", file=sys.stderr)
-        got = fr.sum(x, dim=dim).double()
-        ref = x.double().sum() if dim is None else x.double().sum(dim=dim)
-        agree = bool(torch.allclose(got, ref, rtol=1e-4, atol=1e-3))
-        times = {m: _time_per_call(f, sync) for m, f in methods.items()}
-        row = {"kind": kind, "shape": "x".join(map(str, shape)), "n": n, "agree": agree}
-        row.update({f"{m} us": round(t, 3) for m, t in times.items()})
-        rows.append(row)
-        print(f"{kind:8s} {row['shape']:>14s}  " + "  ".join(f"{m} {t:8.2f} us" for m, t in times.items())
-              + f"  fastreduce/torch {times['fastreduce'] / times['torch.sum']:.2f}x", flush=True)
+    for op in args.ops:
+        fr_fn, torch_fn, extra = functions[op]
+        for dtype_name in args.dtypes:
+            dtype = getattr(torch, dtype_name)
+            for kind, shape, dim in cases:
+                x = torch.rand(shape, device="cuda", dtype=dtype)
+                n = x.numel()
+                kw = {} if dim is None else {"dim": dim}  # no dim at all for full reductions, as a caller writes it
+                row = {"op": op, "dtype": dtype_name, "kind": kind, "shape": "x".join(map(str, shape)), "n": n}
+                try:
+                    got = fr_fn(x, *extra, **kw)
+                except Exception as e:  # an op or type this build refuses: a row that disagrees, the run goes on
+                    print(f"{op:6s} {dtype_name:8s} {kind:4s} {row['shape']:>12s}  fastreduce failed: {e}", flush=True)
+                    rows.append({**row, "agree": False})
+                    continue
+                row["agree"] = _agree(torch, op, x, dim, got, torch_fn(x.double(), *extra, **kw))
+                methods = {"fastreduce": functools.partial(fr_fn, x, *extra, **kw),
+                           "torch": functools.partial(torch_fn, x, *extra, **kw)}
+                if op == "sum" and dtype == torch.float32:
+                    out = torch.empty(shape[:-1] if dim is not None else (), device="cuda")
+                    folded = _api._fold(tuple(x.shape), tuple(x.stride()),
+                                        set(range(x.dim())) if dim is None else {x.dim() - 1})
+                    stream = _api._torch_stream(torch, device)
+                    methods["engine"] = lambda: _core.reduce(_api._F32, _api._OPS["sum"], False, x.data_ptr(), *folded,
+                                                             out.data_ptr(), stream, device)
+                    if cupy is not None:
+                        cx = cupy.asarray(x)
+                        methods["cupy.sum"] = functools.partial(cx.sum, **({} if dim is None else {"axis": dim}))
+                    if cc is not None and dim is None:
+                        try:
+                            h_init = __import__("numpy").zeros(1, dtype="float32")
+                            d_out = torch.empty(1, device="cuda")
+                            methods["cuda.compute"] = functools.partial(cc.reduce_into, x, d_out, cc.OpKind.PLUS, n,
+                                                                        h_init)
+                        except Exception as e:  # an API this script does not know
+                            print(f"fastreduce.bench: cuda.compute skipped ({e})", file=sys.stderr)
+                times = {m: _time_per_call(f, sync) for m, f in methods.items()}
+                row["fastreduce us"] = round(times["fastreduce"], 3)
+                row["torch us"] = round(times["torch"], 3)
+                row["fastreduce/torch"] = round(times["fastreduce"] / times["torch"], 3)
+                row.update({f"{m} us": round(t, 3) for m, t in times.items() if m not in ("fastreduce", "torch")})
+                rows.append(row)
+                print(f"{op:6s} {dtype_name:8s} {kind:4s} {row['shape']:>12s}  "
+                      + "  ".join(f"{m} {t:8.2f} us" for m, t in times.items())
+                      + f"  fastreduce/torch {row['fastreduce/torch']:.2f}x" + ("" if row["agree"] else "  DISAGREES"),
+                      flush=True)
     columns = []
     for r in rows:
         columns += [k for k in r if k not in columns]
     if args.csv:
         with open(args.csv, "w") as f:
-            f.write(f"# {name}, torch {torch.__version__}" + (f", cupy {cupy.__version__}" if cupy else "") + "\n")
+            f.write(f"# {name}, fastreduce {fr.__version__}, torch {torch.__version__}"
+                    + (f", cupy {cupy.__version__}" if cupy else "") + "\n")
             f.write(",".join(columns) + "\n")
             for r in rows:
                 f.write(",".join(str(r.get(c, "")) for c in columns) + "\n")
@@ -111,21 +174,34 @@ def main(argv=None):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        full = [r for r in rows if r["kind"] == "full"]
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for c in columns:
-            if c.endswith(" us"):
-                ax.plot([r["n"] for r in full], [r[c] for r in full], marker="o", label=c[:-3])
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("float32 elements")
-        ax.set_ylabel("time per call, µs (host overhead included)")
-        ax.set_title(f"sum of a CUDA tensor from Python, {name}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ncols = min(3, len(args.ops))
+        nrows = math.ceil(len(args.ops) / ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.8 * nrows), squeeze=False)
+        for ax, op in zip(axes.flat, args.ops):
+            for dtype_name in args.dtypes:
+                full = [r for r in rows if r["op"] == op and r["dtype"] == dtype_name and r["kind"] == "full"
+                        and "torch us" in r]
+                for method, color in (("fastreduce", "C0"), ("torch", "C1")):
+                    ax.plot([r["n"] for r in full], [r[f"{method} us"] for r in full], color=color, marker="o",
+                            markersize=3, linestyle="-" if dtype_name == "float32" else "--",
+                            label=f"{method} {dtype_name}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(op)
+            ax.set_xlabel("elements")
+            ax.set_ylabel("µs per call")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize="small")
+        for ax in list(axes.flat)[len(args.ops):]:
+            ax.set_visible(False)
+        fig.suptitle(f"full reductions of a CUDA tensor from Python, host overhead included, {name}")
         fig.tight_layout()
         fig.savefig(args.plot, dpi=120)
-    return 0 if all(r["agree"] for r in rows) else 1
+    bad = [r for r in rows if not r["agree"]]
+    for r in bad:
+        print(f"fastreduce.bench: {r['op']} {r['dtype']} {r['kind']} {r['shape']} disagrees with torch",
+              file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

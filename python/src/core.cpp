@@ -1,14 +1,31 @@
-// fastreduce._core: the engine's axis reduction for the Python package, on raw device pointers.
+// fastreduce._core: the engine's axis reductions for the Python package, on raw device pointers.
 //
 // The Python layer (fastreduce/_api.py) reads the array (DLPack or __cuda_array_interface__),
 // folds the reduced dims into the engine's (outer, length, inner) with strides, allocates the
-// result in the array's framework and calls reduce() here with the pointers and the stream. This
-// side only switches on the type and op, keeps the temporary storage (per device and stream,
-// stream-ordered) and turns errors into exceptions. No synchronisation, no allocation after the
-// first call of a given size on a stream.
+// result in the array's framework and calls reduce() (the built-in ops, the precompiled engine) or
+// reduce_family() (arg-extremes, mean, var, std, norms, dot: the header-only family of
+// fastreduce/reduce.cuh and stats.cuh, instantiated in family_*.cu) here with the pointers and the
+// stream. This side switches on the type and op, provides the temporary storage and turns errors
+// into exceptions.
+//
+// Temporary storage, three ways (the last two arguments of both calls):
+//   temp = 0, temp_bytes = 0 (eager calls): a buffer cached per device and stream, grown with
+//     stream-ordered allocations, never shrunk: no allocation after the first call of a given
+//     size on a stream. But while `stream` is capturing a CUDA graph the cache is never touched:
+//     nothing is enqueued and the call returns the bytes it needs (> 0), for the caller to
+//     allocate them from its framework (torch: the graph's private pool, freed with the graph) and
+//     call again with them.
+//   temp != 0: the caller's storage [temp, temp + temp_bytes) (ValueError when it is too small).
+//   temp = 0, temp_bytes != 0: a stream-ordered allocation of this call alone (cudaMallocAsync
+//     and cudaFreeAsync around the work), for eager callers with no allocator of their own. Not
+//     under capture: the engine checks that its storage is device memory, which a graph's memory
+//     node only becomes when the graph runs (CuPy's captured calls use its pool, _api.py).
+// Both calls return 0 once the work is enqueued. No synchronisation anywhere.
+
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -16,6 +33,7 @@
 #include <string>
 #include <utility>
 
+#include "family.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace nb = nanobind;
@@ -23,15 +41,14 @@ namespace fr = fastreduce;
 
 namespace {
 
-// The type codes shared with fastreduce/_api.py (_CODES).
-enum Code : int { Bool, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64 };
-enum OpCode : int { OpSum, OpProd, OpMin, OpMax };
+using namespace fastreduce_python;
 
-// Temporary storage per (device, stream): grown with stream-ordered allocations, never shrunk.
+// Temporary storage per (device, stream) of eager calls: grown with stream-ordered allocations,
+// never shrunk. Captured work never uses it (a graph replayed later, on any stream, would share it
+// with the eager calls of the moment).
 struct Temp {
   void* data = nullptr;
   std::size_t bytes = 0;
-  bool captured = false;  // a CUDA graph holds data: it is never freed
   std::mutex mutex;
 };
 std::mutex registry_mutex;
@@ -40,104 +57,202 @@ std::map<std::pair<int, std::uintptr_t>, Temp>& registry() {
   return *map;
 }
 
-void check(cudaError_t e, const char* what) {
+void check(cudaError_t e, const char* what, const char* message = nullptr) {
   if (e != cudaSuccess) {
     cudaGetLastError();
-    throw std::runtime_error(std::string("fastreduce: ") + what + ": " + cudaGetErrorName(e) + " (" +
-                             cudaGetErrorString(e) + ")");
+    std::string text = std::string("fastreduce: ") + what + ": ";
+    if (message != nullptr) text += std::string(message) + " (" + cudaGetErrorName(e) + ")";
+    else text += std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+    throw std::runtime_error(text);
   }
 }
 
+constexpr std::size_t kAlign = 256;
+constexpr std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Runs enqueue(extra, temp, bytes, message) (temp == nullptr: bytes = the engine's storage, nothing
+// enqueued) with storage for `extra` bytes (the op's own, first) and the engine's (after it), taken
+// as the header says. Returns 0, or under capture with no storage given the bytes needed.
+template <class Enqueue>
+std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uintptr_t temp, std::size_t temp_bytes,
+                    const Enqueue& enqueue) {
+  const std::size_t head = round_up(extra);
+  const char* message = nullptr;
+  auto plan = [&]() {
+    std::size_t bytes = 0;
+    check(enqueue(nullptr, nullptr, bytes, &message), "planning", message);
+    return std::max<std::size_t>(head + bytes, kAlign);
+  };
+  if (temp != 0) {
+    const std::size_t need = plan();
+    if (temp_bytes < need) {
+      throw std::invalid_argument("fastreduce: the temporary storage given has " + std::to_string(temp_bytes) +
+                                  " bytes, the reduction needs " + std::to_string(need));
+    }
+    char* base = reinterpret_cast<char*>(temp);
+    std::size_t have = temp_bytes - head;
+    check(enqueue(base, base + head, have, &message), "reduce", message);
+    return 0;
+  }
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
+  if (capturing != cudaStreamCaptureStatusNone || temp_bytes != 0) {
+    const std::size_t need = plan();
+    if (temp_bytes == 0) return need;  // captured: the caller allocates `need` bytes and calls again
+    void* own = nullptr;
+    check(cudaMallocAsync(&own, need, stream), "cudaMallocAsync (temporary storage)");
+    char* base = static_cast<char*>(own);
+    std::size_t have = need - head;
+    const cudaError_t e = enqueue(base, base + head, have, &message);
+    const cudaError_t freed = cudaFreeAsync(own, stream);
+    check(e, "reduce", message);
+    check(freed, "cudaFreeAsync (temporary storage)");
+    return 0;
+  }
+  Temp* t = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(registry_mutex);
+    t = &registry()[{device, reinterpret_cast<std::uintptr_t>(stream)}];
+  }
+  std::lock_guard<std::mutex> lock(t->mutex);
+  // One planning pass when the storage suffices (most calls): the engine checks the size itself and
+  // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
+  if (t->data != nullptr && t->bytes >= head + kAlign) {
+    char* base = static_cast<char*>(t->data);
+    std::size_t have = t->bytes - head;
+    const cudaError_t first = enqueue(base, base + head, have, &message);
+    if (first != cudaErrorInvalidValue) {
+      check(first, "reduce", message);
+      return 0;
+    }
+    cudaGetLastError();
+    message = nullptr;
+  }
+  const std::size_t need = plan();
+  if (t->bytes < need) {
+    if (t->data != nullptr) check(cudaFreeAsync(t->data, stream), "cudaFreeAsync");
+    t->data = nullptr;
+    t->bytes = 0;
+    const std::size_t grown = std::max<std::size_t>(need, std::size_t(1) << 20);  // most reductions need less
+    check(cudaMallocAsync(&t->data, grown, stream), "cudaMallocAsync (temporary storage)");
+    t->bytes = grown;
+  }
+  char* base = static_cast<char*>(t->data);
+  std::size_t have = t->bytes - head;
+  check(enqueue(base, base + head, have, &message), "reduce", message);
+  return 0;
+}
+
+// Makes `device` current for the call's lifetime.
+struct OnDevice {
+  int previous = -1;
+  int device;
+  explicit OnDevice(int d) : device(d) {
+    check(cudaGetDevice(&previous), "cudaGetDevice");
+    if (previous != device) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~OnDevice() {
+    if (previous != device && previous >= 0) cudaSetDevice(previous);
+  }
+};
+
 template <class T, class Op>
-void run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream_t stream, const fr::Options& opt,
-         int device) {
+std::size_t run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream_t stream,
+                const fr::Options& opt, int device, std::uintptr_t temp, std::size_t temp_bytes) {
   using A = fr::acc_t<T, Op>;
   const T* d_in = reinterpret_cast<const T*>(in);
   A* d_out = reinterpret_cast<A*>(out);
-  Temp* temp = nullptr;
-  {
-    std::lock_guard<std::mutex> guard(registry_mutex);
-    temp = &registry()[{device, reinterpret_cast<std::uintptr_t>(stream)}];
-  }
-  std::lock_guard<std::mutex> lock(temp->mutex);
-  // One planning pass when the storage suffices (most calls): the engine checks the size itself and
-  // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
-  if (capturing != cudaStreamCaptureStatusNone) temp->captured = true;
-  if (temp->data != nullptr) {
-    std::size_t have = temp->bytes;
-    const cudaError_t first = fr::reduce_axis_async<T, Op>(temp->data, have, d_in, d_out, axis, Op{}, stream, opt);
-    if (first != cudaErrorInvalidValue) return check(first, "reduce");
-    cudaGetLastError();
-  }
-  std::size_t bytes = 0;
-  check(fr::reduce_axis_async<T, Op>(nullptr, bytes, d_in, d_out, axis, Op{}, stream, opt), "planning");
-  if (temp->bytes < bytes) {
-    if (capturing != cudaStreamCaptureStatusNone) {
-      throw std::runtime_error(
-          "fastreduce: this reduction needs more temporary storage than this stream has seen; run it once before "
-          "capturing a CUDA graph");
-    }
-    // A buffer that a captured graph uses stays allocated for the graph's replays (a little memory
-    // kept rather than freed under it).
-    if (temp->data != nullptr && !temp->captured) check(cudaFreeAsync(temp->data, stream), "cudaFreeAsync");
-    temp->captured = false;
-    temp->data = nullptr;
-    temp->bytes = 0;
-    const std::size_t grown = std::max<std::size_t>(bytes, std::size_t(1) << 20);  // most reductions need less
-    check(cudaMallocAsync(&temp->data, grown, stream), "cudaMallocAsync (temporary storage)");
-    temp->bytes = grown;
-  }
-  std::size_t have = temp->bytes;
-  check(fr::reduce_axis_async<T, Op>(temp->data, have, d_in, d_out, axis, Op{}, stream, opt), "reduce");
+  return execute(device, stream, 0, temp, temp_bytes, [&](void*, void* storage, std::size_t& bytes, const char**) {
+    return fr::reduce_axis_async<T, Op>(storage, bytes, d_in, d_out, axis, Op{}, stream, opt);
+  });
 }
 
 template <class T>
-void run_op(int op, const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream_t stream,
-            const fr::Options& opt, int device) {
+std::size_t run_op(int op, const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream_t stream,
+                   const fr::Options& opt, int device, std::uintptr_t temp, std::size_t temp_bytes) {
   switch (op) {
-    case OpSum: return run<T, fr::Sum>(axis, in, out, stream, opt, device);
-    case OpProd: return run<T, fr::Prod>(axis, in, out, stream, opt, device);
-    case OpMin: return run<T, fr::Min>(axis, in, out, stream, opt, device);
-    case OpMax: return run<T, fr::Max>(axis, in, out, stream, opt, device);
+    case OpSum: return run<T, fr::Sum>(axis, in, out, stream, opt, device, temp, temp_bytes);
+    case OpProd: return run<T, fr::Prod>(axis, in, out, stream, opt, device, temp, temp_bytes);
+    case OpMin: return run<T, fr::Min>(axis, in, out, stream, opt, device, temp, temp_bytes);
+    case OpMax: return run<T, fr::Max>(axis, in, out, stream, opt, device, temp, temp_bytes);
     default: throw std::invalid_argument("fastreduce: unknown op code");
   }
 }
 
 // out[o * inner + i] = op over k < length of in[o * outer_stride + k * length_stride + i * inner_stride],
-// on `device`, enqueued on `stream` (a cudaStream_t as an integer). Strides in elements.
-void reduce(int code, int op, bool reproducible, std::uintptr_t in, std::size_t outer, std::size_t length,
-            std::size_t inner, std::int64_t outer_stride, std::int64_t length_stride, std::int64_t inner_stride,
-            std::uintptr_t out, std::uintptr_t stream_handle, int device) {
-  int previous = -1;
-  check(cudaGetDevice(&previous), "cudaGetDevice");
-  if (previous != device) check(cudaSetDevice(device), "cudaSetDevice");
+// on `device`, enqueued on `stream` (a cudaStream_t as an integer). Strides in elements. The built-in
+// ops (sum, prod, min, max); temporary storage as the header says.
+std::size_t reduce(int code, int op, bool reproducible, std::uintptr_t in, std::size_t outer, std::size_t length,
+                   std::size_t inner, std::int64_t outer_stride, std::int64_t length_stride, std::int64_t inner_stride,
+                   std::uintptr_t out, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
+                   std::size_t temp_bytes) {
+  OnDevice on(device);
   const fr::Axis axis{outer, length, inner, outer_stride, length_stride, inner_stride};
   const fr::Options opt{.mode = reproducible ? fr::Mode::Reproducible : fr::Mode::Fast};
   auto* stream = reinterpret_cast<cudaStream_t>(stream_handle);
-  try {
-    switch (code) {
-      case Bool: run_op<bool>(op, axis, in, out, stream, opt, device); break;
-      case I8: run_op<std::int8_t>(op, axis, in, out, stream, opt, device); break;
-      case U8: run_op<std::uint8_t>(op, axis, in, out, stream, opt, device); break;
-      case I16: run_op<std::int16_t>(op, axis, in, out, stream, opt, device); break;
-      case U16: run_op<std::uint16_t>(op, axis, in, out, stream, opt, device); break;
-      case I32: run_op<std::int32_t>(op, axis, in, out, stream, opt, device); break;
-      case U32: run_op<std::uint32_t>(op, axis, in, out, stream, opt, device); break;
-      case I64: run_op<std::int64_t>(op, axis, in, out, stream, opt, device); break;
-      case U64: run_op<std::uint64_t>(op, axis, in, out, stream, opt, device); break;
-      case F16: run_op<__half>(op, axis, in, out, stream, opt, device); break;
-      case BF16: run_op<__nv_bfloat16>(op, axis, in, out, stream, opt, device); break;
-      case F32: run_op<float>(op, axis, in, out, stream, opt, device); break;
-      case F64: run_op<double>(op, axis, in, out, stream, opt, device); break;
-      default: throw std::invalid_argument("fastreduce: unknown type code");
-    }
-  } catch (...) {
-    if (previous != device) cudaSetDevice(previous);
-    throw;
+  switch (code) {
+    case Bool: return run_op<bool>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case I8: return run_op<std::int8_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case U8: return run_op<std::uint8_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case I16: return run_op<std::int16_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case U16: return run_op<std::uint16_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case I32: return run_op<std::int32_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case U32: return run_op<std::uint32_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case I64: return run_op<std::int64_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case U64: return run_op<std::uint64_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case F16: return run_op<__half>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case BF16: return run_op<__nv_bfloat16>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case F32: return run_op<float>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case F64: return run_op<double>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    default: throw std::invalid_argument("fastreduce: unknown type code");
   }
-  if (previous != device) cudaSetDevice(previous);
+}
+
+template <class T>
+std::size_t run_family(const FamilyCall& call, int device, std::uintptr_t temp, std::size_t temp_bytes) {
+  return execute(device, call.stream, family_extra_bytes_typed<T>(call), temp, temp_bytes,
+                 [&](void* extra, void* storage, std::size_t& bytes, const char** message) {
+                   return family_enqueue_typed<T>(call, extra, storage, bytes, message);
+                 });
+}
+
+// The family ops (OpArgMax ... OpDot): out, out2 and the types as family.hpp's FamilyCall says.
+std::size_t reduce_family(int code, int op, int param, bool reproducible, std::uintptr_t in, std::uintptr_t in2,
+                          std::size_t outer, std::size_t length, std::size_t inner, std::int64_t outer_stride,
+                          std::int64_t length_stride, std::int64_t inner_stride, std::uintptr_t out,
+                          std::uintptr_t out2, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
+                          std::size_t temp_bytes) {
+  if (op < OpArgMax || op > OpDot) throw std::invalid_argument("fastreduce: unknown op code");
+  const bool arg = op == OpArgMax || op == OpArgMin;
+  OnDevice on(device);
+  const FamilyCall call{code,
+                        op,
+                        param,
+                        fr::Options{.mode = reproducible ? fr::Mode::Reproducible : fr::Mode::Fast},
+                        in,
+                        in2,
+                        fr::Axis{outer, length, inner, outer_stride, length_stride, inner_stride},
+                        out,
+                        out2,
+                        reinterpret_cast<cudaStream_t>(stream_handle)};
+  switch (code) {
+    case F32: return run_family<float>(call, device, temp, temp_bytes);
+    case F64: return run_family<double>(call, device, temp, temp_bytes);
+    case F16: return run_family<__half>(call, device, temp, temp_bytes);
+    case BF16: return run_family<__nv_bfloat16>(call, device, temp, temp_bytes);
+    default: break;
+  }
+  if (arg) {
+    switch (code) {
+      case I8: return run_family<std::int8_t>(call, device, temp, temp_bytes);
+      case U8: return run_family<std::uint8_t>(call, device, temp, temp_bytes);
+      case I16: return run_family<std::int16_t>(call, device, temp, temp_bytes);
+      case I32: return run_family<std::int32_t>(call, device, temp, temp_bytes);
+      case I64: return run_family<std::int64_t>(call, device, temp, temp_bytes);
+      default: break;
+    }
+  }
+  throw std::invalid_argument("fastreduce: this op is not built for this type code");
 }
 
 int device_count() {
@@ -155,6 +270,14 @@ NB_MODULE(_core, m) {
   m.doc() = "fastreduce's engine on raw device pointers (use the functions of the fastreduce package)";
   m.def("reduce", &reduce, nb::arg("code"), nb::arg("op"), nb::arg("reproducible"), nb::arg("ptr"), nb::arg("outer"),
         nb::arg("length"), nb::arg("inner"), nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"),
-        nb::arg("out"), nb::arg("stream"), nb::arg("device"));
+        nb::arg("out"), nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
+        "The built-in ops (0 sum, 1 prod, 2 min, 3 max); returns 0 once enqueued, or (capturing, no temp given) "
+        "the temporary bytes to pass in a second call");
+  m.def("reduce_family", &reduce_family, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("reproducible"),
+        nb::arg("ptr"), nb::arg("ptr2"), nb::arg("outer"), nb::arg("length"), nb::arg("inner"),
+        nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"), nb::arg("out"), nb::arg("out2"),
+        nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
+        "The family ops (16 argmax, 17 argmin, 18 mean, 19 var, 20 std, 21 L1, 22 L2, 23 Linf norms, 24 dot); "
+        "returns as reduce");
   m.def("device_count", &device_count, "CUDA devices visible (0 without a driver or GPU)");
 }

@@ -1,5 +1,10 @@
 """The CPU tier: what works without a GPU (argument rules, the folding of dims into the engine's
 axes, the messages), run in CI after `pip install .`."""
+import ast
+import inspect
+import math
+import pathlib
+
 import pytest
 
 import fastreduce as fr
@@ -8,7 +13,8 @@ from fastreduce import _api, _core
 
 def test_import_and_api():
     assert fr.__version__
-    for name in ("sum", "prod", "amin", "amax", "min", "max", "is_available"):
+    for name in ("sum", "prod", "amin", "amax", "min", "max", "argmax", "argmin", "mean", "var", "std", "norm", "dot",
+                 "vdot", "is_available"):
         assert callable(getattr(fr, name)), name
     assert isinstance(fr.is_available(), bool)
 
@@ -60,20 +66,168 @@ def test_modes_are_checked():
         _api._check_mode("sum", "exact")
 
 
-def test_min_max_with_dim_say_what_is_missing():
-    with pytest.raises(NotImplementedError, match="amin"):
+def test_min_max_with_dim_check_their_input():
+    with pytest.raises(TypeError, match="expected a CUDA array"):
         fr.min(object(), dim=0)
-    with pytest.raises(NotImplementedError, match="amax"):
-        fr.max(object(), dim=1)
+    with pytest.raises(TypeError, match="expected a CUDA array"):
+        fr.max([1.0], dim=1)
+
+
+ALL = ["sum", "prod", "amin", "amax", "min", "max", "argmax", "argmin", "mean", "var", "std", "norm", "dot", "vdot",
+       "is_available"]
+
+
+def _stub_signatures():
+    tree = ast.parse((pathlib.Path(fr.__file__).parent / "__init__.pyi").read_text())
+    return {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_stubs_match_the_functions(name):
+    """The .pyi stubs name the same parameters, kinds and defaults as the functions."""
+    stub = _stub_signatures()[name]
+    sig = inspect.signature(getattr(fr, name))
+    a = stub.args
+    positional = [x.arg for x in a.args]
+    keyword = [x.arg for x in a.kwonlyargs]
+    assert positional == [p.name for p in sig.parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD]
+    assert keyword == [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
+    defaults = [ast.literal_eval(d) for d in a.defaults]
+    assert defaults == [p.default for p in sig.parameters.values()
+                        if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]
+    assert fr.__all__ == ALL
+
+
+@pytest.mark.parametrize("name", ALL[:-1])
+def test_every_op_has_a_docstring(name):
+    doc = getattr(fr, name).__doc__
+    assert doc and ("torch" in doc or "fastreduce" in doc), name
+
+
+@pytest.mark.parametrize("call", [
+    lambda: fr.argmax([1.0, 2.0]), lambda: fr.argmin(3.0, dim=0), lambda: fr.mean(object()),
+    lambda: fr.var([1.0], dim=0), lambda: fr.std(object(), correction=0), lambda: fr.norm([1.0], 1),
+    lambda: fr.dot([1.0], [2.0]), lambda: fr.vdot(object(), object()),
+])
+def test_new_ops_refuse_non_arrays(call):
+    with pytest.raises(TypeError, match="expected a CUDA array"):
+        call()
+
+
+def test_arg_dims_are_one_int_or_none():
+    assert _api._family_dims("argmax", "argmax", None, 3) == (0, 1, 2)
+    assert _api._family_dims("argmax", "argmax", -1, 3) == (2,)
+    with pytest.raises(TypeError, match="int or None"):
+        _api._family_dims("argmax", "argmax", (0, 1), 3)
+    with pytest.raises(TypeError):
+        _api._family_dims("max", "argmax", True, 3)
+    with pytest.raises(IndexError):
+        _api._family_dims("argmin", "argmin", 3, 3)
+    assert _api._family_dims("mean", "mean", (0, -1), 3) == (0, 2)  # the stats take tuples as sum does
+
+
+def test_arg_dim_none_reads_row_major_order():
+    # dim=None on a contiguous tensor: one axis over every element, so the index is the flat index
+    assert _api._fold((2, 3, 4), (12, 4, 1), {0, 1, 2}) == (1, 24, 1, 0, 1, 0)
+    # a transposed one does not fold: it is copied in row-major order first
+    assert _api._fold((4, 3), (1, 4), {0, 1}) is None
+
+
+def test_corrections():
+    assert _api._correction("var", None, None) == 1
+    assert _api._correction("var", 0, None) == 0
+    assert _api._correction("var", 2.0, None) == 2
+    assert _api._correction("var", None, False) == 0
+    assert _api._correction("var", None, True) == 1
+    with pytest.raises(TypeError, match="not both"):
+        _api._correction("var", 1, True)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        _api._correction("var", -1, None)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        _api._correction("std", 0.5, None)
+    with pytest.raises(TypeError):
+        _api._correction("std", "1", None)
+    with pytest.raises(ValueError):
+        fr.var(object(), correction=-1)
+
+
+def test_norm_orders():
+    for p in (0, 3, -math.inf, "nuc", True):
+        with pytest.raises(ValueError, match="p must be"):
+            fr.norm(object(), p)
+    with pytest.raises(ValueError, match="p must be"):
+        fr.norm(object(), ord=0.5)
+    assert _api._NORMS[1] == "norm1" and _api._NORMS[2] == "norm2" and _api._NORMS["fro"] == "norm2"
+    assert _api._NORMS[math.inf] == "norminf" and _api._NORMS[float("inf")] == "norminf"
+
+
+def test_family_type_and_mode_rules():
+    C = _api
+    assert C._family_check("mean", "mean", C._F32, "fast", False) is False
+    assert C._family_check("argmax", "argmax", C._BF16, "reproducible", False) is True
+    assert C._family_check("norm", "norminf", C._F16, "reproducible", False) is True
+    with pytest.raises(RuntimeError, match="Reproducible"):
+        C._family_check("mean", "mean", C._F32, "reproducible", False)
+    with pytest.raises(RuntimeError, match="Reproducible"):
+        C._family_check("dot", "dot", C._F64, "reproducible", False)
+    with pytest.raises(RuntimeError, match="floating point"):
+        C._family_check("mean", "mean", C._I64, "fast", False)  # torch: mean of integers needs dtype=
+    with pytest.raises(TypeError, match="dtype"):
+        C._family_check("argmax", "argmax", C._BOOL, "fast", False)
+    with pytest.raises(TypeError, match="dtype"):
+        C._family_check("argmax", "argmax", C._U64, "fast", False)
+    with pytest.raises(ValueError, match="'fast' or 'reproducible'"):
+        C._family_check("argmax", "argmax", C._F32, "exact", False)
+    for code in (C._I8, C._U8, C._I16, C._I32, C._I64, C._F16, C._BF16, C._F32, C._F64):
+        C._family_check("argmin", "argmin", code, "fast", False)
+    assert C._family_acc("mean", C._F16) == C._F32 and C._family_acc("std", C._F64) == C._F64
+    assert C._family_acc("argmax", C._BF16) == C._BF16
+
+
+def test_dot_argument_checks():
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        _api._dot_check("dot", (2, 3), (6,), "float32", "float32")
+    with pytest.raises(RuntimeError, match="same dtype"):
+        _api._dot_check("dot", (3,), (3,), "float32", "float64")
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        _api._dot_check("dot", (3,), (4,), "float32", "float32")
+    _api._dot_check("dot", (0,), (0,), "float32", "float32")
+
+
+def test_op_codes_match_the_module():
+    assert _api._FAMILY == {"argmax": 16, "argmin": 17, "mean": 18, "var": 19, "std": 20, "norm1": 21, "norm2": 22,
+                            "norminf": 23, "dot": 24}
+    sig = _core.reduce_family.__doc__ or ""
+    assert "temp_bytes" in sig and "temp_bytes" in (_core.reduce.__doc__ or "")
 
 
 @pytest.mark.skipif(fr.is_available(), reason="a GPU is present (the GPU tier runs)")
 def test_no_device_is_a_clear_runtime_error():
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce(11, 0, False, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
+    with pytest.raises(RuntimeError, match="fastreduce: "):
+        _core.reduce_family(11, 18, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+    with pytest.raises(RuntimeError, match="fastreduce: "):
+        _core.reduce(11, 0, False, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 4096)
 
 
 def test_cpu_torch_tensor_is_a_type_error():
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="CUDA tensor"):
         fr.sum(torch.ones(3))
+
+
+def test_unknown_codes_are_value_errors():
+    with pytest.raises((ValueError, RuntimeError)):
+        _core.reduce_family(11, 99, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+    with pytest.raises((ValueError, RuntimeError)):
+        _core.reduce_family(0, 18, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)  # bool has no mean
+
+
+def test_torch_library_registration_needs_no_torch_at_import():
+    import sys
+    import subprocess
+    code = ("import sys; sys.modules['torch'] = None; import fastreduce as fr; "
+            "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr

@@ -182,21 +182,6 @@ def test_two_streams():
         assert abs(o.item() - x.double().sum().item()) < 1e-2
 
 
-def test_cuda_graph_capture():
-    x = rand((64, 4096), torch.float32, 12)
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        fr.sum(x, dim=1)  # warm-up: sizes the temporary storage for this stream
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
-        y = fr.sum(x, dim=1)
-    x.copy_(rand((64, 4096), torch.float32, 13))
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.allclose(y, x.sum(dim=1), atol=1e-3)
-
-
 def test_torch_compile():
     if not hasattr(torch, "compile"):
         pytest.skip("torch.compile is not available")
@@ -229,3 +214,414 @@ def test_jax_arrays():
     r = fr.sum(x, dim=1)
     assert isinstance(r, jax.Array)
     assert jnp.allclose(r, x.sum(axis=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA graphs: capture with no warm-up, on torch.cuda.graph's own side stream; storage from the
+# graph's pool, never the eager cache.
+
+def _seeded(shape, dtype=torch.float32):
+    return rand(shape, dtype, random.randrange(1 << 30))
+
+
+def test_graph_capture_without_warm_up():
+    x = _seeded((64, 4096))
+    z = _seeded((33, 1000))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):  # torch's default side stream: fastreduce has never run on it
+        y = fr.sum(x, dim=1)
+        m, i = fr.max(x, dim=0)
+        v = fr.var(z, dim=1)
+        n = fr.norm(z, 2)
+        a = fr.argmin(z)
+        d = fr.dot(x[0], x[1])
+        c = fr.sum(x, dim=0, mode="reproducible")
+    for _ in range(3):
+        x.copy_(_seeded((64, 4096)))
+        z.copy_(_seeded((33, 1000)))
+        g.replay()
+        torch.cuda.synchronize()
+        xd, zd = x.double(), z.double()
+        assert torch.allclose(y.double(), xd.sum(dim=1), atol=1e-3)
+        want = torch.max(x, dim=0)
+        assert torch.equal(m, want.values) and torch.equal(i, want.indices)
+        assert torch.allclose(v.double(), zd.var(dim=1), rtol=1e-5)
+        assert abs(n.item() - torch.linalg.vector_norm(zd).item()) < 1e-4 * abs(n.item())
+        assert a.item() == torch.argmin(z).item()
+        assert abs(d.item() - (xd[0] * xd[1]).sum().item()) < 1e-3
+        assert torch.allclose(c.double(), xd.sum(dim=0), atol=1e-4)
+
+
+def test_graph_replay_on_one_stream_while_eager_calls_run_on_another():
+    x = _seeded((256, 8192))
+    s_capture = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s_capture):
+        y = fr.sum(x, dim=1)
+        am = fr.argmax(x, dim=1)
+    xs = [_seeded((256, 8192)) for _ in range(4)]
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    torch.cuda.synchronize()
+    for k in range(4):
+        x.copy_(xs[k])
+        torch.cuda.synchronize()
+        with torch.cuda.stream(a):
+            g.replay()
+        with torch.cuda.stream(b):  # eager calls of the same sizes, at the same time, on another stream
+            eager = [fr.sum(e, dim=1) for e in xs] + [fr.argmax(e, dim=1) for e in xs]
+        with torch.cuda.stream(s_capture):  # and on the capture stream itself (its eager cache)
+            on_capture = [fr.sum(e, dim=1) for e in xs]
+        torch.cuda.synchronize()
+        assert torch.allclose(y.double(), xs[k].double().sum(dim=1), atol=1e-3)
+        assert torch.equal(am, torch.argmax(xs[k], dim=1))
+        for e, r in zip(xs, eager[:4]):
+            assert torch.allclose(r.double(), e.double().sum(dim=1), atol=1e-3)
+        for e, r in zip(xs, eager[4:]):
+            assert torch.equal(r, torch.argmax(e, dim=1))
+        for e, r in zip(xs, on_capture):
+            assert torch.allclose(r.double(), e.double().sum(dim=1), atol=1e-3)
+
+
+def test_graph_memory_is_returned_with_the_graph():
+    import gc
+    x = _seeded((1 << 22,))
+    fr.sum(x)  # the eager cache of this stream exists before the baseline
+    torch.cuda.synchronize()
+    gc.collect()
+    base = torch.cuda.memory_allocated()
+    for _ in range(3):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = fr.sum(x, mode="reproducible")
+            w = fr.std(x.view(1024, -1), dim=1)
+        g.replay()
+        torch.cuda.synchronize()
+        assert abs(y.item() - x.double().sum().item()) < 1e-2
+        assert torch.allclose(w.double(), x.view(1024, -1).double().std(dim=1), rtol=1e-5)
+        del g, y, w
+        gc.collect()
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_allocated() == base
+
+
+def test_capture_with_two_graphs_of_different_sizes():
+    xs = [_seeded((n,)) for n in (1000, 1 << 20, 1 << 24)]
+    graphs, outs = [], []
+    for x in xs:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            outs.append(fr.mean(x))
+        graphs.append(g)
+    for g in reversed(graphs):
+        g.replay()
+    torch.cuda.synchronize()
+    for x, o in zip(xs, outs):
+        assert abs(o.item() - x.double().mean().item()) < 1e-6
+
+
+def test_cupy_graph_capture():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.random.rand(128, 1000).astype(cupy.float32)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        # CuPy's pool may not cudaMalloc under capture: eager calls leave blocks of the outputs'
+        # sizes in it (fastreduce itself needs no warm-up: its storage is allocated in the graph)
+        fr.sum(x, dim=1), fr.argmax(x, dim=1)
+        s.synchronize()
+        s.begin_capture()
+        y = fr.sum(x, dim=1)
+        m = fr.argmax(x, dim=1)
+        g = s.end_capture()
+    x[...] = cupy.random.rand(128, 1000).astype(cupy.float32)
+    g.launch(s)
+    s.synchronize()
+    assert cupy.allclose(y, x.sum(axis=1), atol=1e-3)
+    assert cupy.array_equal(m, x.argmax(axis=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# The family ops against torch (float64 references).
+
+TOL = {torch.float32: 2e-6, torch.float64: 1e-13, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+SHAPES_F = [(1,), (31,), (1000003,), (4, 5), (33, 129), (3, 4, 5), (2, 3, 4, 5), (257, 4100), (5, 1, 7)]
+
+
+def dims_of(shape, rng):
+    nd = len(shape)
+    out = [None] + list(range(nd)) + [-1]
+    if nd > 1:
+        out.append(tuple(rng.sample(range(-nd, 0), 2)))
+    return out
+
+
+def close(got, want, dtype, scale=None):
+    """got (any dtype) against want (float64): relative to |want| (or scale) at dtype's precision."""
+    assert got.shape == want.shape, (got.shape, want.shape)
+    g, w = got.double(), want.double()
+    both_nan = torch.isnan(g) & torch.isnan(w)
+    ref = (w.abs() if scale is None else scale) + 1e-30
+    bad = ~both_nan & ~((g - w).abs() <= TOL[dtype] * ref + 1e-300) & ~(g == w)
+    assert not bad.any(), (got[bad][:5], want[bad][:5])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mean_var_std_against_torch(dtype):
+    rng = random.Random(random.randrange(1 << 30))
+    for shape in SHAPES_F:
+        x = _seeded(shape, dtype) + 3  # an offset: the variance must keep its digits
+        xd = x.double()
+        for dim in dims_of(shape, rng):
+            for keepdim in (False, True):
+                r = fr.mean(x, dim=dim, keepdim=keepdim)
+                ref = torch.mean(x, dim=dim, keepdim=keepdim)
+                assert r.dtype == ref.dtype == dtype
+                close(r, torch.mean(xd, dim=dim, keepdim=keepdim), dtype)
+                for correction in (0, 1, 2):
+                    for f, tf in ((fr.var, torch.var), (fr.std, torch.std)):
+                        r = f(x, dim=dim, correction=correction, keepdim=keepdim)
+                        want = tf(xd, dim=dim, correction=correction, keepdim=keepdim)
+                        assert r.dtype == dtype and r.shape == tf(x, dim=dim, correction=correction,
+                                                                  keepdim=keepdim).shape
+                        close(r, want, dtype)
+    x = _seeded((50, 7), dtype)
+    assert torch.equal(fr.var(x, dim=0, unbiased=False), fr.var(x, dim=0, correction=0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_norms_against_torch(dtype):
+    rng = random.Random(random.randrange(1 << 30))
+    for shape in SHAPES_F:
+        x = _seeded(shape, dtype)
+        xd = x.double()
+        for dim in dims_of(shape, rng):
+            for keepdim in (False, True):
+                for p in (1, 2, float("inf")):
+                    r = fr.norm(x, p, dim=dim, keepdim=keepdim)
+                    want = torch.linalg.vector_norm(xd, p, dim=dim, keepdim=keepdim)
+                    # above the type's range the result is inf (the norm is rounded once, in dtype)
+                    want = torch.where(want > torch.finfo(dtype).max * 1.001, float("inf"), want)
+                    assert r.dtype == dtype
+                    close(r, want, dtype)
+                    assert torch.equal(fr.norm(x, ord=p, dim=dim, keepdim=keepdim), r)
+    x = _seeded((100,), dtype)
+    assert torch.equal(fr.norm(x, "fro"), fr.norm(x))
+    assert torch.equal(fr.norm(x, float("inf"), mode="reproducible"), fr.norm(x, float("inf")))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8, torch.int8, torch.int16])
+def test_argmax_argmin_min_max_against_torch(dtype):
+    rng = random.Random(random.randrange(1 << 30))
+    for shape in SHAPES_F + [(0, 3)]:
+        x = _seeded(shape, dtype)
+        for dim in [None] + list(range(len(shape))) + [-1]:
+            if x.numel() == 0 or (dim is not None and shape[dim] == 0):
+                continue
+            for keepdim in (False, True):
+                for f, tf in ((fr.argmax, torch.argmax), (fr.argmin, torch.argmin)):
+                    r = f(x, dim=dim, keepdim=keepdim)
+                    want = tf(x, dim=dim, keepdim=keepdim)
+                    assert r.dtype == torch.int64 and r.shape == want.shape
+                    assert torch.equal(r, want), (shape, dim)
+                if dim is not None:
+                    for f, tf in ((fr.max, torch.max), (fr.min, torch.min)):
+                        r = f(x, dim, keepdim)
+                        want = tf(x, dim, keepdim)
+                        assert type(r) is type(want)  # torch.return_types.max / min
+                        assert torch.equal(r.values, want.values) and torch.equal(r.indices, want.indices)
+                        v, i = r
+                        assert v is r.values and i is r.indices
+    # ties: the first index, as torch
+    t = torch.tensor([[1, 3, 3, 0], [2, 2, 2, 2]], device=DEV).to(dtype)
+    assert fr.argmax(t, dim=1).tolist() == [1, 0] and fr.argmin(t).item() == 3
+    assert fr.argmax(t, mode="reproducible").item() == 1
+
+
+def test_argmax_large_and_reproducible():
+    x = _seeded((1 << 24,))
+    assert fr.argmax(x).item() == torch.argmax(x).item()
+    x[12345677] = 5
+    assert fr.argmax(x, mode="reproducible").item() == 12345677
+    y = _seeded((300, 70001), torch.bfloat16)
+    assert torch.equal(fr.argmin(y, dim=1), torch.argmin(y, dim=1))
+    assert torch.equal(fr.argmin(y.t(), dim=0), torch.argmin(y.t(), dim=0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_dot_vdot_against_torch(dtype):
+    for n in (0, 1, 7, 1000, 1000003):
+        a, b = _seeded((n,), dtype), _seeded((n,), dtype)
+        r = fr.dot(a, b)
+        want = torch.dot(a.double(), b.double())
+        assert r.dtype == dtype and r.shape == ()
+        close(r, want, dtype, scale=(a.double() * b.double()).abs().sum())
+        assert torch.equal(fr.vdot(a, b), r)
+    m = _seeded((1000, 3), dtype)
+    close(fr.dot(m[:, 0], m[:, 2]), torch.dot(m[:, 0].double(), m[:, 2].double()), dtype,
+          scale=(m[:, 0].double() * m[:, 2].double()).abs().sum())  # strided
+    close(fr.dot(m[:, 1], m[:, 2].contiguous()), torch.dot(m[:, 1].double(), m[:, 2].double()), dtype,
+          scale=(m[:, 1].double() * m[:, 2].double()).abs().sum())  # different strides
+
+
+def test_family_on_strided_and_transposed_views():
+    x = _seeded((64, 96, 5))
+    views = [x.transpose(0, 1), x[:, ::2], x[..., 1:], x.permute(2, 0, 1), x[:, 3], x.transpose(0, 2)[1:, ::3],
+             x.flip(0)]
+    for v in views:
+        vd = v.double()
+        for dim in (None, 0, 1, -1):
+            close(fr.mean(v, dim=dim), vd.mean(dim=dim), torch.float32)
+            close(fr.std(v, dim=dim), vd.std(dim=dim), torch.float32)
+            close(fr.norm(v, 1, dim=dim), torch.linalg.vector_norm(vd, 1, dim=dim), torch.float32)
+            assert torch.equal(fr.argmax(v, dim=dim), torch.argmax(v, dim=dim))
+            assert torch.equal(fr.argmin(v, dim=dim), torch.argmin(v, dim=dim))
+        for dim in ((0, 1), (0, -1)):
+            close(fr.var(v, dim=dim), vd.var(dim=dim), torch.float32)
+    ex = torch.arange(5.0, device=DEV).expand(1000, 5)  # a zero stride
+    assert torch.equal(fr.argmax(ex, dim=1), torch.full((1000,), 4, device=DEV))
+    assert torch.equal(fr.mean(ex, dim=0), torch.arange(5.0, device=DEV))
+
+
+def test_family_nan_inf_and_empty():
+    x = _seeded((100, 50))
+    x[3, 7] = float("nan")
+    x[5, 2] = float("inf")
+    for f, tf in ((fr.mean, torch.mean), (fr.var, torch.var), (fr.std, torch.std)):
+        r, want = f(x, dim=1), tf(x.double(), dim=1)
+        assert torch.equal(torch.isnan(r), torch.isnan(want)) and torch.equal(torch.isinf(r), torch.isinf(want))
+    assert torch.equal(fr.argmax(x, dim=1), torch.argmax(x, dim=1))  # NaN wins, as torch
+    assert torch.equal(fr.argmin(x, dim=0), torch.argmin(x, dim=0))
+    assert fr.argmax(x).item() == torch.argmax(x).item() == 3 * 50 + 7
+    assert torch.isnan(fr.norm(x, 2)) and torch.isnan(fr.norm(x, float("inf")))
+    e = torch.empty(0, device=DEV)
+    assert torch.isnan(fr.mean(e)) and torch.isnan(fr.var(e)) and fr.norm(e).item() == 0 and fr.dot(e, e).item() == 0
+    assert torch.isnan(fr.var(torch.ones(1, device=DEV)))  # n <= correction: NaN, as torch
+    assert fr.mean(torch.empty(0, 4, device=DEV), dim=1).shape == (0,)
+    assert fr.argmax(torch.empty(0, 4, device=DEV), dim=1).shape == (0,)
+    assert torch.isnan(fr.mean(torch.empty(3, 0, device=DEV), dim=1)).all()
+
+    def same_error(f, tf, *args, **kwargs):
+        with pytest.raises(Exception) as want:
+            tf(*args, **kwargs)
+        with pytest.raises(want.type):
+            f(*args, **kwargs)
+
+    same_error(fr.argmax, torch.argmax, torch.empty(0, device=DEV))
+    same_error(fr.argmax, torch.argmax, torch.empty(0, 3, device=DEV), dim=0)
+    same_error(fr.max, torch.max, torch.empty(0, 3, device=DEV), 0)
+    same_error(fr.argmin, torch.argmin, torch.ones(3, 4, device=DEV), dim=2)
+    same_error(fr.mean, torch.mean, torch.ones(3, 4, device=DEV, dtype=torch.int64))
+    same_error(fr.var, torch.var, torch.ones(3, device=DEV, dtype=torch.int32))
+    same_error(fr.dot, torch.dot, torch.ones(3, device=DEV), torch.ones(4, device=DEV))
+    same_error(fr.dot, torch.dot, torch.ones(3, device=DEV), torch.ones(3, device=DEV, dtype=torch.float64))
+    same_error(fr.dot, torch.dot, torch.ones(2, 3, device=DEV), torch.ones(6, device=DEV))
+    same_error(fr.mean, torch.mean, torch.ones(3, 4, device=DEV), dim=(0, 0))
+
+
+def test_family_errors_and_dtypes():
+    x = _seeded((10, 6))
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        fr.argmax(torch.ones(3))
+    with pytest.raises(TypeError, match="dtype"):
+        fr.mean(torch.ones(3, device=DEV, dtype=torch.complex64))
+    with pytest.raises(TypeError):
+        fr.argmax(x, dim=(0, 1))  # torch: one dim
+    with pytest.raises(TypeError):
+        fr.argmax(torch.ones(3, device=DEV, dtype=torch.bool))
+    with pytest.raises(ValueError):
+        fr.norm(x, 3)
+    with pytest.raises(ValueError):
+        fr.mean(x, mode="exact")
+    for f in (lambda: fr.mean(x, mode="reproducible"), lambda: fr.var(x, mode="reproducible"),
+              lambda: fr.norm(x, 2, mode="reproducible"), lambda: fr.dot(x[0], x[1], mode="reproducible")):
+        with pytest.raises(RuntimeError, match="Reproducible"):
+            f()
+    with pytest.raises(ValueError, match="correction"):
+        fr.var(x, correction=-1)
+    i = torch.randint(0, 100, (10, 6), device=DEV)
+    assert fr.mean(i, dtype=torch.float32).dtype == torch.float32
+    assert abs(fr.mean(i, dtype=torch.float64).item() - i.double().mean().item()) < 1e-12
+    h = _seeded((1000,), torch.float16)
+    assert fr.mean(h, dtype=torch.float32).dtype == torch.float32
+    assert abs(fr.mean(h, dtype=torch.float32).item() - h.double().mean().item()) < 1e-6
+    assert fr.norm(h, dtype=torch.float32).dtype == torch.float32
+    vals, idx = torch.empty(6, device=DEV), torch.empty(6, device=DEV, dtype=torch.int64)
+    r = fr.max(x, 0, out=(vals, idx))
+    assert r[0] is vals and torch.equal(idx, torch.argmax(x, dim=0))
+    assert fr.argmax(torch.tensor(3.0, device=DEV)).item() == 0  # 0-d, as torch
+
+
+def test_family_cached_plans_are_safe():
+    x = _seeded((33, 65))
+    for _ in range(3):  # the second and third calls take the cached plans
+        assert torch.equal(fr.argmax(x, dim=1), torch.argmax(x, dim=1))
+        m = fr.max(x, 1)
+        assert torch.equal(m.indices, torch.argmax(x, dim=1)) and torch.equal(m.values, x.amax(dim=1))
+        close(fr.var(x, dim=0, correction=0), x.double().var(dim=0, correction=0), torch.float32)
+        close(fr.var(x, dim=0, correction=2), x.double().var(dim=0, correction=2), torch.float32)
+        close(fr.std(x, dim=0), x.double().std(dim=0), torch.float32)
+        with pytest.raises(TypeError):
+            fr.argmax(x, dim=True)
+
+
+def test_family_cupy_and_jax():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.random.rand(1000, 37).astype(cupy.float32)
+    assert cupy.array_equal(fr.argmax(x, dim=0), x.argmax(axis=0))
+    assert fr.argmax(x, dim=0).dtype == cupy.int64
+    assert cupy.allclose(fr.mean(x, dim=0), x.mean(axis=0), rtol=1e-6)
+    assert cupy.allclose(fr.var(x, dim=1), x.var(axis=1, ddof=1), rtol=1e-5)
+    assert cupy.allclose(fr.std(x, dim=1, correction=0), x.std(axis=1), rtol=1e-5)
+    assert cupy.allclose(fr.norm(x, 1, dim=1), cupy.abs(x).sum(axis=1), rtol=1e-5)
+    m = fr.max(x, dim=1)
+    assert cupy.array_equal(m.values, x.max(axis=1)) and cupy.array_equal(m.indices, x.argmax(axis=1))
+    assert abs(float(fr.dot(x[:, 0], x[:, 1])) - float(x[:, 0] @ x[:, 1])) < 1e-3
+    h = x.astype(cupy.float16)
+    assert fr.mean(h).dtype == cupy.float16
+    try:
+        jax = pytest.importorskip("jax")
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            pytest.skip("JAX has no GPU here")
+    except RuntimeError:
+        pytest.skip("JAX has no GPU backend here")
+    import jax.numpy as jnp
+    j = jnp.arange(1000, dtype=jnp.float32).reshape(100, 10)
+    assert (fr.argmax(j, dim=1) == jnp.argmax(j, axis=1)).all()
+    assert jnp.allclose(fr.mean(j, dim=0), j.mean(axis=0))
+    assert jnp.allclose(fr.std(j, dim=1), j.std(axis=1, ddof=1))
+    mm = fr.min(j, dim=0)
+    assert (mm.values == j.min(axis=0)).all() and (mm.indices == j.argmin(axis=0)).all()
+
+
+def test_family_torch_compile():
+    if not hasattr(torch, "compile"):
+        pytest.skip("torch.compile is not available")
+
+    def f(x):
+        m = fr.max(x, dim=1)
+        return fr.mean(x, dim=0) * 2, fr.argmax(x, dim=1), fr.std(x), m.values + 1, m.indices
+
+    x = _seeded((128, 33))
+    got = torch.compile(f, fullgraph=True)(x)
+    want = (x.mean(dim=0) * 2, x.argmax(dim=1), x.std(), x.amax(dim=1) + 1, x.argmax(dim=1))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.allclose(g.double(), w.double(), atol=1e-5)
+    assert hasattr(torch.ops.fastreduce, "family") and hasattr(torch.ops.fastreduce, "minmax")
+
+
+def test_torch_compile_reduce_overhead():
+    """mode="reduce-overhead": torch's CUDA graphs (cudagraph trees) capture the custom ops with no
+    warm-up of fastreduce's own; replays read new inputs."""
+    if not hasattr(torch, "compile"):
+        pytest.skip("torch.compile is not available")
+
+    def f(x):
+        return fr.sum(x, dim=1), fr.var(x, dim=0), fr.argmin(x, dim=1)
+
+    g = torch.compile(f, mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):
+        x = _seeded((256, 1000))
+        s, v, a = g(x)
+        assert torch.allclose(s.double(), x.double().sum(dim=1), atol=1e-3)
+        assert torch.allclose(v.double(), x.double().var(dim=0), rtol=1e-5)
+        assert torch.equal(a, torch.argmin(x, dim=1))
+        s, v, a = s.clone(), v.clone(), a.clone()  # cudagraph trees reuse outputs across replays

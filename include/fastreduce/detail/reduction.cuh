@@ -122,14 +122,18 @@ struct MergeWith {
     return r.merge(a, b);
   }
 };
+// A built-in op (Builtin below): its op combines values itself.
+template <class R>
+inline constexpr bool is_builtin_v = requires { typename R::BuiltinOp; };
+
 template <class R>
 __device__ __forceinline__ auto combiner_of(const R& r) {
-  if constexpr (requires { typename R::BuiltinOp; }) return r.op;
+  if constexpr (is_builtin_v<R>) return r.op;
   else return CombineWith<R>{r};
 }
 template <class R>
 __device__ __forceinline__ auto merger_of(const R& r) {
-  if constexpr (requires { typename R::BuiltinOp; }) return r.op;
+  if constexpr (is_builtin_v<R>) return r.op;
   else return MergeWith<R>{r};
 }
 
