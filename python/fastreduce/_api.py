@@ -117,6 +117,14 @@ def _torch_temp(torch, device):
 _cupy_captured = []
 
 
+def _cupy_capturing(stream):
+    """Whether a CuPy stream is capturing a CUDA graph."""
+    try:
+        return bool(stream.is_capturing())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def _cupy_temp(cupy):
     """temp_alloc for CuPy: bytes from CuPy's pool, never returned (see _cupy_captured)."""
     def temp(n):
@@ -361,11 +369,14 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
     dims = _dims(dim, len(shape), name)
     device = x.device.id
     with cupy.cuda.Device(device):
-        stream = cupy.cuda.get_current_stream().ptr
+        s = cupy.cuda.get_current_stream()
+        stream = s.ptr
         alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
 
         result = _reduce_view(name, op, _View(ptr, code, shape, strides, device), dims, keepdim, reproducible, stream,
                               alloc, copy_contiguous, None, _cupy_temp(cupy))
+        if _cupy_capturing(s):  # every array the graph reads or writes outlives it (see _cupy_captured)
+            _cupy_captured.append((x, keep, result))
         unsigned = code in (_U8, _U16, _U32, _U64)
         want = cupy.dtype(dtype) if dtype is not None else (
             x.dtype if code in _NARROW or op in ("amin", "amax")
@@ -392,7 +403,7 @@ def _reduce(name, op, x, dim, keepdim, dtype, out, mode):
     if torch is not None and isinstance(x, torch.Tensor):
         if _torch_op is None:
             _register_torch_op(torch)
-        if _in_graph(torch):
+        if _in_graph(torch) and _torch_op:
             r = torch.ops.fastreduce.reduce(x, list(_dims(dim, x.dim(), name)), keepdim, op, mode, dtype)
             if out is None:
                 return r
@@ -414,6 +425,18 @@ def _reduce(name, op, x, dim, keepdim, dtype, out, mode):
     raise TypeError(f"fastreduce.{name}: expected a CUDA array (torch, CuPy, JAX, Numba), got {type(x).__name__}")
 
 
+def _torch_dtype(torch, dtype):
+    """A JAX or NumPy dtype as torch's (None stays None)."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    import jax.numpy as jnp
+    name = str(jnp.dtype(dtype))
+    t = getattr(torch, name, None)
+    if not isinstance(t, torch.dtype):
+        raise TypeError(f"fastreduce: unsupported dtype {name}")
+    return t
+
+
 def _reduce_jax(jax, name, op, x, dim, keepdim, dtype, out, mode):
     """JAX arrays: the reduction runs through torch (or CuPy) on the array's buffer, after the
     array is ready, and the result comes back as a JAX array through DLPack."""
@@ -427,7 +450,7 @@ def _reduce_jax(jax, name, op, x, dim, keepdim, dtype, out, mode):
     try:
         import torch
         t = torch.from_dlpack(x)
-        r = _reduce_torch(torch, name, op, t, dim, keepdim, dtype, None, mode)
+        r = _reduce_torch(torch, name, op, t, dim, keepdim, _torch_dtype(torch, dtype), None, mode)
         torch.cuda.current_stream(t.device).synchronize()  # x may be freed by JAX once this returns
     except ImportError:
         import cupy
@@ -723,7 +746,9 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, 
     if arg:
         return _Values(vals[0], result[0])
     if degenerate:
-        return result[0] * float("inf")
+        r = result[0]
+        r *= float("inf")  # in place: no intermediate for a captured graph to outlive
+        return r
     return result[0]
 
 
@@ -881,6 +906,8 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
     if y is not None:
         if not isinstance(y, cupy.ndarray):
             raise TypeError(f"fastreduce.{name}: expected a CuPy array, got {type(y).__name__}")
+        if y.device.id != x.device.id:
+            raise RuntimeError(f"fastreduce.{name}: expected both arrays on one device, got {x.device} and {y.device}")
         _dot_check(name, shape, tuple(y.shape), x.dtype, y.dtype)
         if y.strides != x.strides:
             x, y = cupy.ascontiguousarray(x), cupy.ascontiguousarray(y)
@@ -888,12 +915,15 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
         ptr2 = _cai_view(name, y)[3]
     dims = _family_dims(name, op, dim, len(shape))
     with cupy.cuda.Device(device):
-        stream = cupy.cuda.get_current_stream().ptr
+        s = cupy.cuda.get_current_stream()
+        stream = s.ptr
         alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
 
         # Under capture the storage comes from CuPy's pool and is kept (_cupy_captured).
         r = _family_view(name, op, _View(ptr, code, shape, strides, device), ptr2, dims, keepdim, param, reproducible,
                          stream, alloc, copy_contiguous, _cupy_temp(cupy), values, None, dim is None)
+        if _cupy_capturing(s):  # every array the graph reads or writes outlives it (see _cupy_captured)
+            _cupy_captured.append((x, y, keep, r))
         if op in _ARG:
             if values:
                 return (max_result if op == "argmax" else min_result)(r.values, r.indices)
@@ -916,8 +946,8 @@ def _family_jax(jax, name, op, x, y, dim, keepdim, param, dtype, mode, values):
             raise RuntimeError(f"fastreduce.{name}: JAX arrays cannot be reduced under CUDA graph capture (the call "
                                "waits for JAX's stream)")
         t = torch.from_dlpack(x)
-        r = _family_torch(torch, name, op, t, None if y is None else torch.from_dlpack(y), dim, keepdim, param, dtype,
-                          mode, values)
+        r = _family_torch(torch, name, op, t, None if y is None else torch.from_dlpack(y), dim, keepdim, param,
+                          _torch_dtype(torch, dtype), mode, values)
         torch.cuda.current_stream(t.device).synchronize()
     except ImportError:
         import cupy

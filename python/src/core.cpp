@@ -27,10 +27,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <utility>
 
 #include "family.hpp"
@@ -52,8 +55,11 @@ struct Temp {
   std::mutex mutex;
 };
 std::mutex registry_mutex;
-std::map<std::pair<int, std::uintptr_t>, Temp>& registry() {
-  static auto* map = new std::map<std::pair<int, std::uintptr_t>, Temp>;  // outlives the interpreter's teardown
+// Keyed by device, stream and, for cudaStreamPerThread (one handle, a different stream in every
+// thread), the thread.
+using TempKey = std::tuple<int, std::uintptr_t, std::size_t>;
+std::map<TempKey, Temp>& registry() {
+  static auto* map = new std::map<TempKey, Temp>;  // outlives the interpreter's teardown
   return *map;
 }
 
@@ -112,7 +118,9 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
   Temp* t = nullptr;
   {
     std::lock_guard<std::mutex> guard(registry_mutex);
-    t = &registry()[{device, reinterpret_cast<std::uintptr_t>(stream)}];
+    const std::size_t thread =
+        stream == cudaStreamPerThread ? std::hash<std::thread::id>{}(std::this_thread::get_id()) : 0;
+    t = &registry()[TempKey{device, reinterpret_cast<std::uintptr_t>(stream), thread}];
   }
   std::lock_guard<std::mutex> lock(t->mutex);
   // One planning pass when the storage suffices (most calls): the engine checks the size itself and

@@ -324,8 +324,8 @@ def test_cupy_graph_capture():
     x = cupy.random.rand(128, 1000).astype(cupy.float32)
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
-        # CuPy's pool may not cudaMalloc under capture: eager calls leave blocks of the outputs'
-        # sizes in it (fastreduce itself needs no warm-up: its storage is allocated in the graph)
+        # CuPy's pool may not cudaMalloc under capture: eager calls leave blocks of the sizes the
+        # captured calls take from it (outputs and fastreduce's temporary storage, kept for the graph)
         fr.sum(x, dim=1), fr.argmax(x, dim=1)
         s.synchronize()
         s.begin_capture()
