@@ -102,11 +102,19 @@ def _torch_stream(torch, device):
     return _raw_stream(device)
 
 
-def _torch_temp(torch, device):
-    """temp_alloc for torch: bytes from torch's allocator (under capture: the graph's private pool,
-    returned when the graph is freed)."""
+def _captured(call, args, need, temp_alloc):
+    """After call(*args), a _core entry point, returned need > 0: the stream captures a CUDA graph,
+    nothing was enqueued, and the call needs `need` bytes of temporary storage. They come from
+    temp_alloc(n) -> (array, pointer), the framework's allocator, and the call is made again."""
+    temp = temp_alloc(need)
+    call(*args, temp[1], need)
+
+
+def _torch_temp(torch, x):
+    """temp_alloc for torch: bytes on x's device from torch's allocator (under capture: the graph's
+    private pool, returned when the graph is freed)."""
     def temp(n):
-        t = torch.empty(n, dtype=torch.uint8, device=device)
+        t = torch.empty(n, dtype=torch.uint8, device=x.device)
         return t, t.data_ptr()
     return temp
 
@@ -134,18 +142,20 @@ def _cupy_temp(cupy):
     return temp
 
 
-_torch_codes = None
+_torch_codes = None  # torch dtype -> type code, and back
 
 
 def _torch_tables(torch):
+    """(codes, by_code): torch's dtypes to the type codes and back, built once."""
     global _torch_codes
     if _torch_codes is None:
-        _torch_codes = {torch.bool: _BOOL, torch.int8: _I8, torch.uint8: _U8, torch.int16: _I16, torch.int32: _I32,
-                        torch.int64: _I64, torch.float16: _F16, torch.bfloat16: _BF16, torch.float32: _F32,
-                        torch.float64: _F64}
+        codes = {torch.bool: _BOOL, torch.int8: _I8, torch.uint8: _U8, torch.int16: _I16, torch.int32: _I32,
+                 torch.int64: _I64, torch.float16: _F16, torch.bfloat16: _BF16, torch.float32: _F32,
+                 torch.float64: _F64}
         for name, code in (("uint16", _U16), ("uint32", _U32), ("uint64", _U64)):
             if hasattr(torch, name):
-                _torch_codes[getattr(torch, name)] = code
+                codes[getattr(torch, name)] = code
+        _torch_codes = codes, {c: t for t, c in codes.items()}
     return _torch_codes
 
 
@@ -188,13 +198,10 @@ def _split(shape, dims, keepdim):
     return kept, out_shape, length, outputs
 
 
-def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record=None,
-                 temp_alloc=None):
+def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record, temp_alloc):
     """Reduces view v over dims into a new array from alloc(shape, code); returns it. `record`, a
-    list, receives (folded axes, output shape, engine type) when the input was read in place.
-    temp_alloc(n) -> (array, pointer): n bytes of temporary storage from the framework, asked for
-    only while the stream captures a CUDA graph (None: the engine allocates it on the stream, in
-    the graph itself)."""
+    list (or None), receives (folded axes, output shape, engine type) when the input was read in
+    place. temp_alloc as _captured's."""
     kept, out_shape, length, outputs = _split(v.shape, dims, keepdim)
     if length == 0 and op in ("amin", "amax") and outputs > 0:
         raise RuntimeError(f"fastreduce.{name}: the reduced dims of the input are empty (no identity for {name})")
@@ -208,10 +215,10 @@ def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_c
         folded = (outputs, length, 1, length, 1, 1)
     elif record is not None:
         record.append((folded, out_shape, acc))
-    need = _core.reduce(v.code, _OPS[op], reproducible, v.ptr, *folded, result[1], stream, v.device)
-    if need:  # capturing a CUDA graph: storage from the framework (temp_alloc) or the graph's own
-        t = temp_alloc(need) if temp_alloc is not None else (None, 0)
-        _core.reduce(v.code, _OPS[op], reproducible, v.ptr, *folded, result[1], stream, v.device, t[1], need)
+    args = (v.code, _OPS[op], reproducible, v.ptr, *folded, result[1], stream, v.device)
+    need = _core.reduce(*args)
+    if need:
+        _captured(_core.reduce, args, need, temp_alloc)
     return result[0]
 
 
@@ -230,12 +237,20 @@ _plans = {}
 _PLAN_LIMIT = 4096
 
 
+def _plan_put(cache, key, plan):
+    """Keeps a plan (a cache past _PLAN_LIMIT entries starts again)."""
+    if len(cache) >= _PLAN_LIMIT:
+        cache.clear()
+    cache[key] = plan
+
+
 def _torch_input(torch, name, x, dtype):
     """x (converted to dtype where the engine cannot read it as it is: float16/bfloat16 are read
-    as they are for float32), its type code, the type table and the dtype asked for (None)."""
+    as they are for float32), its type code, the table from codes to dtypes and the dtype asked for
+    (None)."""
     if not x.is_cuda:
         raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
-    codes = _torch_tables(torch)
+    codes, by_code = _torch_tables(torch)
     code = codes.get(x.dtype)
     if code is None:
         raise TypeError(f"fastreduce.{name}: unsupported dtype {x.dtype}")
@@ -245,7 +260,7 @@ def _torch_input(torch, name, x, dtype):
         if not (code in _NARROW and dtype == torch.float32) and dtype != x.dtype:
             x = x.to(dtype)
             code = codes[dtype]
-    return x, code, codes, dtype
+    return x, code, by_code, dtype
 
 
 def _torch_callbacks(torch, by_code, x, code, device):
@@ -275,20 +290,18 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
             device = x.get_device()
             result = x.new_empty(out_shape, dtype=acc)
             stream = _torch_stream(torch, device)
-            need = _core.reduce(code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(), stream, device)
-            if need:  # the stream is capturing a CUDA graph: storage from the graph's pool
-                temp = torch.empty(need, dtype=torch.uint8, device=x.device)
-                _core.reduce(code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(), stream, device,
-                             temp.data_ptr(), need)
+            args = (code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(), stream, device)
+            need = _core.reduce(*args)
+            if need:
+                _captured(_core.reduce, args, need, _torch_temp(torch, x))
             return result if want is None else result.to(want)
     else:
         key = None
-    x, code, codes, want = _torch_input(torch, name, x, dtype)
+    x, code, by_code, want = _torch_input(torch, name, x, dtype)
     reproducible = _check_mode(name, mode, op, code)
     if op in ("sum", "prod") and code in (_I32, _U32):
         x = x.to(torch.int64)  # torch sums these into int64 without wrapping
         code = _I64
-    by_code = {c: t for t, c in codes.items()}
     if want is None:
         want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
     dims = _dims(dim, x.dim(), name)
@@ -298,13 +311,11 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
     result = _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record,
-                          _torch_temp(torch, x.device))
+                          _torch_temp(torch, x))
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
-        if len(_plans) >= _PLAN_LIMIT:
-            _plans.clear()
         folded, out_shape, acc = record[0]
-        _plans[key] = (code, _OPS[op], reproducible, folded, out_shape, by_code[acc],
-                       None if by_code[acc] == want else want)
+        _plan_put(_plans, key, (code, _OPS[op], reproducible, folded, out_shape, by_code[acc],
+                                None if by_code[acc] == want else want))
     if result.dtype != want:
         result = result.to(want)
     if out is not None:
@@ -495,9 +506,8 @@ def _register_torch_op(torch):
     def _(x, dim, keepdim, op, mode, dtype):
         dims = set(_dims(tuple(dim), x.dim(), op))
         shape = [1 if d in dims else n for d, n in enumerate(x.shape) if keepdim or d not in dims]
-        codes = _torch_tables(torch)
+        codes, by_code = _torch_tables(torch)
         code = codes[dtype if dtype is not None else x.dtype]
-        by_code = {c: t for t, c in codes.items()}
         want = dtype if dtype is not None else (x.dtype if code in _NARROW or op in ("amin", "amax")
                                                 else by_code[_result_code(op, code)])
         return x.new_empty(shape, dtype=want)
@@ -736,13 +746,10 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, 
             folded = (outputs, length, 1, length, 1, 1)
         elif record is not None:
             record.append((folded, out_shape))
-        code, op_code = v.code, _FAMILY[op]
-        need = _core.reduce_family(code, op_code, param, reproducible, v.ptr, ptr2, *folded, out, out2, stream,
-                                   v.device)
-        if need:  # capturing a CUDA graph
-            t = temp_alloc(need) if temp_alloc is not None else (None, 0)
-            _core.reduce_family(code, op_code, param, reproducible, v.ptr, ptr2, *folded, out, out2, stream, v.device,
-                                t[1], need)
+        args = (v.code, _FAMILY[op], param, reproducible, v.ptr, ptr2, *folded, out, out2, stream, v.device)
+        need = _core.reduce_family(*args)
+        if need:
+            _captured(_core.reduce_family, args, need, temp_alloc)
     if arg:
         return _Values(vals[0], result[0])
     if degenerate:
@@ -833,20 +840,17 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
             else:
                 result = x.new_empty(out_shape, dtype=acc)
                 out, out2 = result.data_ptr(), 0
-            need = _core.reduce_family(code, op_code, param, reproducible, x.data_ptr(), 0, *folded, out, out2,
-                                       stream, device)
-            if need:  # capturing a CUDA graph: storage from the graph's pool
-                temp = torch.empty(need, dtype=torch.uint8, device=x.device)
-                _core.reduce_family(code, op_code, param, reproducible, x.data_ptr(), 0, *folded, out, out2, stream,
-                                    device, temp.data_ptr(), need)
+            args = (code, op_code, param, reproducible, x.data_ptr(), 0, *folded, out, out2, stream, device)
+            need = _core.reduce_family(*args)
+            if need:
+                _captured(_core.reduce_family, args, need, _torch_temp(torch, x))
             if op_code < 18:
                 return (torch.return_types.max if op == "argmax" else torch.return_types.min)((vals, result)) \
                     if values else result
             return result if want is None else result.to(want)
     else:
         key = None
-    x, code, codes, want = _torch_input(torch, name, x, dtype)
-    by_code = {c: t for t, c in codes.items()}
+    x, code, by_code, want = _torch_input(torch, name, x, dtype)
     reproducible = _family_check(name, op, code, mode, dtype is not None)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     ptr2 = 0
@@ -867,23 +871,17 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
     r = _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, alloc, copy_contiguous,
-                     _torch_temp(torch, x.device), values, record, dim is None)
+                     _torch_temp(torch, x), values, record, dim is None)
     if op in _ARG:
         if key is not None and record:
-            _plan_put(key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], None, None))
+            _plan_put(_fplans, key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], None, None))
         if values:
             return (torch.return_types.max if op == "argmax" else torch.return_types.min)((r.values, r.indices))
         return r.indices
     if key is not None and record and key[3] == x.dtype:
-        _plan_put(key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], r.dtype,
-                        None if r.dtype == want else want))
+        _plan_put(_fplans, key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], r.dtype,
+                                 None if r.dtype == want else want))
     return r if r.dtype == want else r.to(want)
-
-
-def _plan_put(key, plan):
-    if len(_fplans) >= _PLAN_LIMIT:
-        _fplans.clear()
-    _fplans[key] = plan
 
 
 def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values):

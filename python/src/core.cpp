@@ -16,10 +16,7 @@
 //     allocate them from its framework (torch: the graph's private pool, freed with the graph) and
 //     call again with them.
 //   temp != 0: the caller's storage [temp, temp + temp_bytes) (ValueError when it is too small).
-//   temp = 0, temp_bytes != 0: a stream-ordered allocation of this call alone (cudaMallocAsync
-//     and cudaFreeAsync around the work), for eager callers with no allocator of their own. Not
-//     under capture: the engine checks that its storage is device memory, which a graph's memory
-//     node only becomes when the graph runs (CuPy's captured calls use its pool, _api.py).
+//   (temp = 0 with temp_bytes != 0: ValueError.)
 // Both calls return 0 once the work is enqueued. No synchronisation anywhere.
 
 #include <cuda_runtime.h>
@@ -100,21 +97,11 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
     check(enqueue(base, base + head, have, &message), "reduce", message);
     return 0;
   }
+  if (temp_bytes != 0) throw std::invalid_argument("fastreduce: temp_bytes without temp");
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
-  if (capturing != cudaStreamCaptureStatusNone || temp_bytes != 0) {
-    const std::size_t need = plan();
-    if (temp_bytes == 0) return need;  // captured: the caller allocates `need` bytes and calls again
-    void* own = nullptr;
-    check(cudaMallocAsync(&own, need, stream), "cudaMallocAsync (temporary storage)");
-    char* base = static_cast<char*>(own);
-    std::size_t have = need - head;
-    const cudaError_t e = enqueue(base, base + head, have, &message);
-    const cudaError_t freed = cudaFreeAsync(own, stream);
-    check(e, "reduce", message);
-    check(freed, "cudaFreeAsync (temporary storage)");
-    return 0;
-  }
+  // Captured: the caller allocates `need` bytes from its framework and calls again with them.
+  if (capturing != cudaStreamCaptureStatusNone) return plan();
   Temp* t = nullptr;
   {
     std::lock_guard<std::mutex> guard(registry_mutex);
