@@ -5,7 +5,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -106,6 +109,137 @@ double exact_sum(const T* data, std::size_t n) {
     if (y == x - hi) hi = x;
   }
   return hi;
+}
+
+}  // namespace fastreduce::reference
+
+namespace fastreduce::reference {
+
+// The exact sum of doubles (and of anything widened to double exactly: float, half, bfloat16) as a
+// big integer in units of 2^-1074, infinities and NaN tracked apart, rounded once on request to
+// float, double, half or bfloat16 (nearest, ties to even) by exact comparisons. Independent of the
+// engine's own exact accumulator (no 64-bit window, no sticky bit): the reference Mode::Exact is
+// held to, bit for bit.
+class ExactReference {
+ public:
+  static constexpr int kLowBit = -1074;
+  static constexpr std::size_t kDigits = 72;  // 32-bit digits: bits 2^-1074 .. 2^1229
+
+  void add(double x) {
+    if (!std::isfinite(x)) {
+      if (std::isnan(x)) nan_ = true;
+      else if (x > 0) plus_inf_ = true;
+      else minus_inf_ = true;
+      return;
+    }
+    if (x == 0.0) return;
+    int exponent = 0;
+    const double fraction = std::frexp(std::fabs(x), &exponent);  // |x| = fraction * 2^exponent
+    // |x| = mantissa * 2^(exponent - 53), mantissa below 2^53; bit 0 of the mantissa is bit
+    // `position` of the big integer (positions below 0 hold no bits of a double).
+    std::uint64_t mantissa = static_cast<std::uint64_t>(std::ldexp(fraction, 53));
+    int position = exponent - 53 - kLowBit;
+    while (position < 0) {  // a subnormal: its low mantissa bits are zero
+      mantissa >>= 1;
+      ++position;
+    }
+    const unsigned __int128 shifted = static_cast<unsigned __int128>(mantissa) << (position % 32);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const long long piece = static_cast<long long>(static_cast<std::uint64_t>(shifted >> (32 * i)) & 0xFFFFFFFFull);
+      digits_.at(static_cast<std::size_t>(position / 32) + i) += x < 0 ? -piece : piece;
+    }
+    if (++pending_ == (1 << 28)) carry();
+  }
+
+  template <class T>
+  void add_all(const T* data, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) add(static_cast<double>(widen(data[i])));
+  }
+
+  // Same exact value and the same special values seen.
+  bool operator==(const ExactReference& other) const {
+    ExactReference a = *this, b = other;
+    a.carry();
+    b.carry();
+    return a.digits_ == b.digits_ && a.nan_ == b.nan_ && a.plus_inf_ == b.plus_inf_ && a.minus_inf_ == b.minus_inf_;
+  }
+
+  // The exact sum rounded to nearest even with `precision` significand bits and exponents
+  // min_exponent .. max_exponent (subnormals below), as a double holding that value; beyond the
+  // range, an infinity. Infinities and NaN as IEEE addition gives them; an exact zero is +0.
+  double rounded(int precision, int min_exponent, int max_exponent) const {
+    if (nan_ || (plus_inf_ && minus_inf_)) return std::numeric_limits<double>::quiet_NaN();
+    if (plus_inf_) return std::numeric_limits<double>::infinity();
+    if (minus_inf_) return -std::numeric_limits<double>::infinity();
+    ExactReference c = *this;
+    c.carry();
+    const bool negative = c.digits_.back() < 0;
+    std::vector<std::uint32_t> magnitude(kDigits);
+    long long borrow = 0;
+    for (std::size_t i = 0; i < kDigits; ++i) {
+      long long v = negative ? -c.digits_[i] - borrow : c.digits_[i];
+      borrow = 0;
+      if (i + 1 < kDigits && v < 0) {
+        v += 1ll << 32;
+        borrow = 1;
+      }
+      magnitude[i] = static_cast<std::uint32_t>(v);
+    }
+    auto bit = [&](long i) { return i >= 0 && ((magnitude[std::size_t(i) / 32] >> (i % 32)) & 1u) != 0; };
+    long top = static_cast<long>(32 * kDigits) - 1;
+    while (top >= 0 && !bit(top)) --top;
+    if (top < 0) return 0.0;
+    const int exponent = static_cast<int>(top) + kLowBit;
+    if (exponent > max_exponent) return negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    const long last = static_cast<long>(std::max(exponent, min_exponent) - (precision - 1) - kLowBit);  // the last bit kept
+    std::uint64_t q = 0;
+    for (long i = top; i >= std::max(last, 0l); --i) q = 2 * q + (bit(i) ? 1 : 0);
+    if (last > 0) {
+      bool sticky = false;
+      for (long i = 0; i < last - 1; ++i) sticky = sticky || bit(i);
+      if (bit(last - 1) && (sticky || (q & 1) != 0)) ++q;
+    }
+    double value = std::ldexp(static_cast<double>(q), static_cast<int>(std::max(last, 0l)) + kLowBit);
+    const double largest = std::ldexp(2.0 - std::ldexp(1.0, 1 - precision), max_exponent);
+    if (value > largest) value = std::numeric_limits<double>::infinity();
+    return negative ? -value : value;
+  }
+
+  // Rounded to T's format: float, double, __half or __nv_bfloat16.
+  template <class T>
+  double rounded() const {
+    if constexpr (std::is_same_v<T, float>) return rounded(24, -126, 127);
+    else if constexpr (std::is_same_v<T, double>) return rounded(53, -1022, 1023);
+    else if constexpr (std::is_same_v<T, __half>) return rounded(11, -14, 15);
+    else return rounded(8, -126, 127);
+  }
+
+ private:
+  // Digits 0 .. kDigits - 2 into [0, 2^32), the top one keeping the sign and everything above.
+  void carry() {
+    long long c = 0;
+    for (std::size_t i = 0; i + 1 < kDigits; ++i) {
+      const long long v = digits_[i] + c;
+      c = v >> 32;  // arithmetic shift: floor division by 2^32
+      digits_[i] = v & 0xFFFFFFFFll;
+    }
+    digits_.back() += c;
+    pending_ = 0;
+  }
+
+  std::vector<long long> digits_ = std::vector<long long>(kDigits, 0);
+  long pending_ = 0;  // additions since the last carry (each adds less than 2^32 to a digit)
+  bool nan_ = false;
+  bool plus_inf_ = false;
+  bool minus_inf_ = false;
+};
+
+// The exact sum of data[0, n) rounded once to R's format (a double holding that value).
+template <class R, class T>
+double exact_rounded(const T* data, std::size_t n) {
+  ExactReference exact;
+  exact.add_all(data, n);
+  return exact.template rounded<R>();
 }
 
 }  // namespace fastreduce::reference

@@ -72,7 +72,8 @@ std::string hex(T value) {
 template <class T>
 int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, std::ostream& out, std::ostream& err) {
   const std::size_t n = o.n;
-  const std::size_t temp_bytes = bench::shared_temp_bytes<T, Sum>(n, {{.mode = Mode::Reproducible}, {}});
+  const std::size_t temp_bytes =
+      bench::shared_temp_bytes<T, Sum>(n, {{.mode = Mode::Reproducible}, {.mode = Mode::Exact}, {}});
   bench::DeviceArray<T> in_memory(n);
   bench::DeviceArray<T> out_memory(1);
   bench::DeviceArray<unsigned char> temp_memory(temp_bytes);
@@ -101,10 +102,12 @@ int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, st
   json["seed"] = o.seed;
   Table table({"data set", "method", "result", "bits", "error (ulp)", "rel. error"});
   bool repro_stable = true;
+  bool exact_correct = true;  // Mode::Exact gave the correctly rounded sum's bits on every set
   for (const DataSet& set : kDataSets) {
     const std::vector<T> host = make<T>(set.name, n, o.seed);
     cudaMemcpy(d_in, host.data(), n * sizeof(T), cudaMemcpyHostToDevice);
     const double exact = reference::exact_sum(host.data(), n);
+    const T correctly_rounded = static_cast<T>(reference::exact_rounded<T>(host.data(), n));
     T plain = 0;
     for (T x : host) plain += x;
     const T repro = run([&](std::size_t& tb) {
@@ -118,11 +121,15 @@ int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, st
       });
       repro_stable = repro_stable && std::memcmp(&again, &repro, sizeof(T)) == 0;
     }
+    const T exact_mode = run([&](std::size_t& tb) {
+      return reduce_async<T, Sum>(temp, tb, d_in, d_out, n, Sum{}, 0, {.mode = Mode::Exact});
+    });
+    exact_correct = exact_correct && std::memcmp(&exact_mode, &correctly_rounded, sizeof(T)) == 0;
     const T fast = run([&](std::size_t& tb) { return reduce_async<T, Sum>(temp, tb, d_in, d_out, n, Sum{}, 0, {}); });
     const T cub = run([&](std::size_t& tb) { return bench::cub_reduce<T, Sum>(temp, tb, d_in, d_out, n, 0); });
     const std::pair<const char*, T> results[] = {
-        {"fastreduce reproducible", repro}, {"fastreduce fast", fast}, {"CUB DeviceReduce::Sum", cub}, {"plain loop (CPU)", plain}};
-    table.add({set.name, "exact (correctly rounded)", format("%.17g", exact), hex(static_cast<T>(exact)), "", ""});
+        {"fastreduce exact", exact_mode}, {"fastreduce reproducible", repro}, {"fastreduce fast", fast}, {"CUB DeviceReduce::Sum", cub}, {"plain loop (CPU)", plain}};
+    table.add({set.name, "exact (correctly rounded)", format("%.17g", exact), hex(correctly_rounded), "", ""});
     for (const auto& [method, value] : results) {
       const double rel = exact != 0 ? std::fabs(double(value) - exact) / std::fabs(exact) : std::fabs(double(value));
       table.add({"", method, format("%.17g", double(value)), hex(value), format("%.3g", ulps(value, exact)), format("%.2e", rel)});
@@ -131,6 +138,7 @@ int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, st
     json["sets"][set.name]["exact"] = exact;
   }
   json["reproducible_same_bits_for_max_blocks_1_3_7_64_132"] = repro_stable;
+  json["exact_mode_correctly_rounded_on_every_set"] = exact_correct;
   if (o.format == "json") {
     out << json.dump(2) << '\n';
   } else if (o.format == "csv") {
@@ -143,8 +151,10 @@ int accuracy_typed(const AccuracyOptions& o, const bench::DeviceInfo& device, st
     table.print(out);
     out << "\nreproducible mode, max_blocks = 1, 3, 7, 64, 132 and automatic: "
         << (repro_stable ? "identical bits on every data set" : "BITS DIFFER") << '\n';
+    out << "exact mode: " << (exact_correct ? "the correctly rounded sum, bit for bit, on every data set" : "NOT CORRECTLY ROUNDED")
+        << '\n';
   }
-  return repro_stable ? 0 : 1;
+  return repro_stable && exact_correct ? 0 : 1;
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ constexpr std::string_view kFormats[] = {"table", "csv", "json"};
 constexpr std::string_view kBenchTypes[] = {"float", "double", "int32", "bfloat16"};
 constexpr std::string_view kBenchOps[] = {"sum", "max"};
 constexpr std::string_view kBenchNewOps[] = {"argmax", "var", "norm2", "dot"};  // bench_ops.cu
-constexpr std::string_view kModes[] = {"fast", "reproducible"};
+constexpr std::string_view kModes[] = {"fast", "reproducible", "exact"};
 }  // namespace
 
 std::optional<std::string> validate(const LadderOptions& o) {
@@ -122,7 +122,8 @@ std::optional<std::string> validate(const BenchOptions& o) {
     if (!o.gpus.empty()) return "--gpus is the multi-GPU sum: leave --ops out";
   }
   for (const auto& m : o.modes) {
-    if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible";
+    if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible, exact";
+    if (m == "exact" && !o.gpus.empty()) return "--modes exact: the multi-GPU sum has no exact mode yet";
   }
   if (o.types.empty() || o.ops.empty() || o.modes.empty()) return "--types, --ops and --modes need at least one name";
   if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
@@ -145,7 +146,8 @@ std::optional<std::string> validate(const BenchAxisOptions& o) {
     if (a != "rows" && a != "columns" && a != "segments") return "--axes: '" + a + "' is not one of rows, columns, segments";
   }
   for (const auto& m : o.modes) {
-    if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible";
+    if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible, exact";
+    if (m == "exact") return "--modes exact: sums along an axis or over segments have no exact mode yet (1-D sums do: bench --modes exact)";
   }
   if (o.types.empty() || o.ops.empty() || o.axes.empty() || o.modes.empty() || o.totals.empty()) {
     return "--types, --ops, --axes, --modes and --totals need at least one value";
@@ -226,7 +228,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       ->capture_default_str();
   bench_cmd->add_option("--sizes", size_texts, "element counts (default 2^10..2^30 every 4x, 1000003, 100000007)")
       ->delimiter(',');
-  bench_cmd->add_option("--modes", bo.modes, "fast,reproducible")->delimiter(',')->capture_default_str();
+  bench_cmd->add_option("--modes", bo.modes, "fast,reproducible,exact")->delimiter(',')->capture_default_str();
   bench_cmd->add_option("--format", bo.format, "table | csv | json")->capture_default_str();
   bench_cmd->add_option("--plot", bo.plot, "write a PNG of GB/s against n (needs python3 + matplotlib)");
   bench_cmd->add_option("--repetitions", bo.repetitions, "timed batches per measurement (median reported)")

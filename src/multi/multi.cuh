@@ -507,6 +507,10 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
     return fail(cudaErrorMisalignedAddress, "d_temp is not 16-byte aligned");
   }
   if constexpr (kReproSum<T, Op>) {
+    // Same on every rank (every rank passes the same Options): no rank is left in a collective.
+    if (opt.mode == Mode::Exact) {
+      return fail(cudaErrorNotSupported, "Mode::Exact: multi-GPU floating-point sums are not offered yet");
+    }
     if (opt.mode == Mode::Reproducible) {
       if (n_local >= engine::kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
       unsigned grid = 1;
@@ -608,6 +612,10 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, Transp
   std::size_t outputs = 0;
   if (__builtin_mul_overflow(local.outer, local.inner, &outputs)) return fail(cudaErrorInvalidValue, "outer * inner overflows");
   if constexpr (kReproSum<T, Op>) {
+    // Same on every rank (every rank passes the same Options): no rank is left in a collective.
+    if (opt.mode == Mode::Exact) {
+      return fail(cudaErrorNotSupported, "Mode::Exact: multi-GPU floating-point sums are not offered yet");
+    }
     if (opt.mode == Mode::Reproducible) {
       engine::AxisLayout layout{};
       if (const char* error = engine::resolve_axis(local, layout); error != nullptr) return fail(cudaErrorInvalidValue, error);

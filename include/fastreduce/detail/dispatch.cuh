@@ -72,6 +72,7 @@ struct Launch {
   FastPlan fast{};
   BulkPlan bulk{};
   ReproPlan repro{};
+  bool exact = false;  // the reproducible sum's kernels with Mode::Exact's lanes
   OrderedPlan ordered{};
   bool vectors = true;  // the kernels with a vector of V > 1 elements (else single elements)
 };
@@ -112,18 +113,32 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
   return e;
 }
 
-// What Mode::Reproducible means for R: the reproducible sum's kernels (`repro_sum` set), the fast
-// ones as they are (a result exact in any order), or cudaErrorNotSupported.
+// What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
+// set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
+// order), or cudaErrorNotSupported. `exact_offered`: the caller has Mode::Exact's kernels for
+// floating-point sums (the 1-D reduction; not yet the axis and segmented ones).
 template <class R>
-cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message) {
+cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool exact_offered = false) {
   repro_sum = false;
-  if (opt.mode != Mode::Reproducible) return cudaSuccess;
+  if (opt.mode == Mode::Fast) return cudaSuccess;
+  if (opt.mode != Mode::Reproducible && opt.mode != Mode::Exact) {
+    return planning_error(message, cudaErrorInvalidValue, "Options::mode is not a Mode");
+  }
+  const bool exact = opt.mode == Mode::Exact;
   if constexpr (is_reproducible_sum_v<R>) {
+    if (exact && !exact_offered) {
+      return planning_error(message, cudaErrorNotSupported,
+                            "Mode::Exact: floating-point sums along an axis or over segments are not offered yet "
+                            "(1-D sums are; Mode::Reproducible serves every shape)");
+    }
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
-                          "Mode::Reproducible: this op's result depends on the order of its floating-point operations "
-                          "(reproducible forms: Sum of floating-point types, and ops whose result is exact)");
+                          exact ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
+                                  "(exact forms: Sum of floating-point types, and ops whose result is exact)"
+                                : "Mode::Reproducible: this op's result depends on the order of its floating-point "
+                                  "operations (reproducible forms: Sum of floating-point types, and ops whose result is "
+                                  "exact)");
   }
   return cudaSuccess;
 }
@@ -145,15 +160,19 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   out.vectors = vectors >= 0 ? vectors == 1 && kVecOf<R> > 1 : vectors_fit<R>(in);
 
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
   if (repro_sum) {
     if constexpr (is_reproducible_sum_v<R>) {
       using A = typename R::Acc;
-      if (n >= kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
-      KernelFacts main{}, finish{};
-      if (cudaError_t e = kernel_facts<repro_sum_kernel<T>, kReproThreads>(device, main); e != cudaSuccess) {
-        return fail(e, "no kernel image for this GPU (reproducible sum)");
+      out.exact = opt.mode == Mode::Exact;
+      if (n >= kReproMaxElements) {
+        return fail(cudaErrorNotSupported, out.exact ? "Mode::Exact sums at most 2^40 elements"
+                                                     : "Mode::Reproducible sums at most 2^40 elements");
       }
+      KernelFacts main{}, finish{};
+      const cudaError_t facts = out.exact ? kernel_facts<repro_sum_kernel<T, true>, kReproThreads>(device, main)
+                                          : kernel_facts<repro_sum_kernel<T, false>, kReproThreads>(device, main);
+      if (facts != cudaSuccess) return fail(facts, "no kernel image for this GPU (reproducible sum)");
       if (cudaError_t e = kernel_facts<repro_finish_kernel<A>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible combine)");
       }
@@ -244,7 +263,8 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
       using A = typename R::Acc;
       auto* rows = static_cast<unsigned long long*>(d_temp);
       ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows, d_out};
-      cudaError_t status = launch(repro_sum_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
+      cudaError_t status = plan.exact ? launch(repro_sum_kernel<T, true>, r.grid, kReproThreads, 0, stream, false, args)
+                                      : launch(repro_sum_kernel<T, false>, r.grid, kReproThreads, 0, stream, false, args);
       if (status == cudaSuccess && r.combine_kernel) {
         status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(rows), r.grid, d_out);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "fastreduce/detail/exact_arith.hpp"
 #include "fastreduce/detail/warp_reduce.cuh"
 
 namespace fastreduce::primitives {
@@ -110,6 +111,26 @@ struct ExactSum {
     // A partial that overflowed in its last step is (inf, -inf): its hi alone says which.
     if (isfinite(partial.hi)) add(partial.lo, lane);
   }
+  // Brings every limb within [-1, 2^32] below the top one (which keeps the sign and everything
+  // above), without changing the value: two rounds of passing each limb's bits above 32 to the
+  // next limb (the next lane; lane 31's go to lane 0 of the next word). Mode::Exact carries after
+  // a tile that spilled many pieces into the limbs, so that no limb can overflow.
+  __device__ __forceinline__ void carry(unsigned lane) {
+#pragma unroll
+    for (unsigned round = 0; round < 2; ++round) {
+      long long up[K];
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) up[k] = limb[k] >> 32;  // arithmetic shift: floor division
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) {
+        long long from_below = __shfl_up_sync(kFullMask, up[k], 1);
+        const long long wrapped = k > 0 ? __shfl_sync(kFullMask, up[k > 0 ? k - 1 : 0], 31) : 0;
+        if (lane == 0) from_below = wrapped;
+        if (lane == 31 && k == K - 1) limb[k] += from_below;
+        else limb[k] = (limb[k] & 0xFFFFFFFFll) + from_below;
+      }
+    }
+  }
 };
 
 // Float-valued sums: every lane keeps its own exact accumulator in shared memory, so that a
@@ -151,6 +172,29 @@ struct LaneExact {
     add_split(limbs.sums, s);
     add_split(limbs.errors, split_double(error, kLowBit));
   }
+  // Mode::Exact: a finite chain sum of a tile (a float-valued sum in double, a whole multiple of
+  // 2^-149 below 2^135) into the sums' limbs, and its partner chain's into the errors' limbs;
+  // then, after a tile that spilled, the lane's limbs carried back to 32 bits.
+  __device__ __forceinline__ void add_chains(double first, double second) {
+    add_split(limbs.sums, split_double(first, kLowBit));
+    add_split(limbs.errors, split_double(second, kLowBit));
+    if (spilled) {
+      carry_column(limbs.sums);
+      carry_column(limbs.errors);
+      spilled = false;
+    }
+  }
+  // Mode::Exact: an element whose addition to a chain would round (a float, half or bfloat16
+  // value as a double), added exactly to the lane's limbs; infinity and NaN set their flag.
+  __device__ __forceinline__ void spill(double x) {
+    const SplitDouble s = split_double(x, kLowBit);
+    if (s.special != 0) {
+      special |= s.special;
+      return;
+    }
+    add_split(limbs.errors, s);
+    spilled = true;
+  }
   // The warp's limbs in ExactSum's layout (limb q on lane q). Three lanes add up each row
   // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
   // k: consecutive lanes, consecutive columns, no bank conflict), then lane q takes the three
@@ -175,6 +219,22 @@ struct LaneExact {
   }
 
  private:
+  bool spilled = false;  // pieces were spilled into the limbs since the last carry
+
+  // Carries the lane's column of `row` bottom to top: limbs 0 .. kLaneLimbs - 2 end in [0, 2^32),
+  // the top one keeps the sign and everything above. A tile adds at most one piece per limb per
+  // element, so limbs carried after every tile that spilled stay far from overflow.
+  __device__ __forceinline__ void carry_column(long long (&row)[kLaneLimbs][32]) {
+    long long carry = 0;
+#pragma unroll
+    for (unsigned q = 0; q + 1 < kLaneLimbs; ++q) {
+      const long long v = row[q][lane] + carry;
+      carry = v >> 32;  // arithmetic shift: floor division by 2^32
+      row[q][lane] = v & 0xFFFFFFFFll;
+    }
+    row[kLaneLimbs - 1][lane] += carry;
+  }
+
   // Adds a finite double, a whole multiple of 2^-149 below 2^129, to this lane's limbs: the
   // 32-bit pieces of its mantissa, shifted to its place, go into limbs position / 32 and up.
   __device__ __forceinline__ void add_split(long long (&row)[kLaneLimbs][32], const SplitDouble& x) {
@@ -283,10 +343,13 @@ __device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool n
   const bool sticky = below || ((l0 << lz) & 0xFFFFFFFFull) != 0;
   m |= sticky ? 1ull : 0ull;
   const int scale = Exact::kLowBit + 32 * (h - 1) - lz;  // the value is m * 2^scale
-  A r;
-  if constexpr (std::is_same_v<A, float>) r = ldexpf(__ull2float_rn(m), scale);
-  else r = ldexp(__ull2double_rn(m), scale);
-  return negative ? -r : r;
+  // One rounding, subnormal results included (m's top bit is bit 63, its sticky bit far below
+  // the last bit kept).
+  if constexpr (std::is_same_v<A, float>) {
+    return float_from_bits(static_cast<std::uint32_t>(round_scaled<kFloatFormat>(m, scale, negative)));
+  } else {
+    return double_from_bits(round_scaled<kDoubleFormat>(m, scale, negative));
+  }
 }
 
 // What a block stores for the grid: its limbs and a word of special-value flags.

@@ -108,6 +108,15 @@ struct DoubleLane {
 template <class T>
 using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane>;
 
+// Mode::Exact's lanes (ExactFloatLane, ExactDoubleLane): detail/exact_arith.hpp.
+using primitives::ExactDoubleLane;
+using primitives::ExactFloatLane;
+
+// No spills: the reproducible lanes round instead.
+struct NoSpill {
+  __device__ __forceinline__ void operator()(double) const {}
+};
+
 // A lane's partial of a tile for float-valued sums: the sum of its two chains, and the double sum
 // of every rounding error. The chains join in double with TwoSum: the sum of two floats cannot
 // overflow a double, and the join's own error (zero unless the chains differ by more than 2^29)
@@ -126,12 +135,26 @@ __device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2])
 }
 
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
-template <class T>
-__device__ __forceinline__ void add_vector(Lane<T> (&lanes)[2], const Vec<T>& v) {
+// Exact lanes hand what would round to `spill`: float-valued sums element by element (the
+// lane's own limbs), doubles once per vector for the whole warp (spill(pending) with the two
+// chains' leftovers, 0 where none, called by every lane).
+template <class T, class L, class Spill>
+__device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, Spill& spill) {
+  if constexpr (std::is_same_v<L, ExactDoubleLane>) {
+    double pending[2] = {0.0, 0.0};
 #pragma unroll
-  for (unsigned c = 0; c < kVecElems<T>; ++c) {
-    if constexpr (std::is_same_v<T, double>) lanes[c % 2].add(v.elem[c]);
-    else lanes[c % 2].add(primitives::to_acc<float>(v.elem[c]));
+    for (unsigned c = 0; c < kVecElems<T>; ++c) {
+      const double left = lanes[c % 2].add(v.elem[c]);
+      if (left != 0.0) pending[c % 2] = left;  // a vector of two doubles: one element per chain
+    }
+    spill(pending);
+  } else {
+#pragma unroll
+    for (unsigned c = 0; c < kVecElems<T>; ++c) {
+      if constexpr (std::is_same_v<L, ExactFloatLane>) lanes[c % 2].add(primitives::to_acc<float>(v.elem[c]), spill);
+      else if constexpr (std::is_same_v<T, double>) lanes[c % 2].add(v.elem[c]);
+      else lanes[c % 2].add(primitives::to_acc<float>(v.elem[c]));
+    }
   }
 }
 
@@ -169,16 +192,17 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
 // (of this tile or the next) are in flight while the current batch is added. After each tile,
 // add_tile(lanes) takes the lane's two accumulators.
-template <class T, class AddTile>
-__device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
-                                          std::size_t step, bool aligned, unsigned lane, AddTile&& add_tile) {
+template <class L, class T, class Spill, class AddTile>
+__device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
+                                               std::size_t step, bool aligned, unsigned lane, Spill& spill,
+                                               AddTile&& add_tile) {
   constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / kBatch<T>;
   static_assert(batches * kBatch<T> * 32 * kVecElems<T> == kReproTile);
   if (first >= tiles) return;
   Vec<T> next[kBatch<T>];
   load_batch(next, in, n, first, 0, aligned, lane);
   for (std::size_t tile = first; tile < tiles; tile += step) {
-    Lane<T> lanes[2];
+    L lanes[2];
 #pragma unroll
     for (unsigned b = 0; b < batches; ++b) {
       Vec<T> current[kBatch<T>];
@@ -187,14 +211,69 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
       if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
       else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
 #pragma unroll
-      for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j]);
+      for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j], spill);
     }
     add_tile(lanes);
   }
 }
 
+// The reproducible lanes (Lane<T>), which round instead of spilling.
+template <class T, class AddTile>
+__device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
+                                          std::size_t step, bool aligned, unsigned lane, AddTile&& add_tile) {
+  NoSpill none;
+  sum_tiles_with<Lane<T>>(in, n, tiles, first, step, aligned, lane, none, add_tile);
+}
+
 template <class A>
 using ReproShared = primitives::ExactShared<A, kReproThreads / 32>;
+
+// Mode::Exact, doubles: the warp adds each lane's leftovers (`pending`, 0 where none) into its
+// exact accumulator, one lane after the other. Called by every lane; returns whether any lane
+// had one.
+__device__ __forceinline__ bool spill_warp(primitives::ExactSum<double>& exact, const double (&pending)[2],
+                                           unsigned lane) {
+  unsigned mask = __ballot_sync(primitives::kFullMask, pending[0] != 0.0 || pending[1] != 0.0);
+  const bool any = mask != 0;
+  while (mask != 0) {
+    const unsigned from = __ffs(mask) - 1;
+    mask &= mask - 1;
+#pragma unroll
+    for (unsigned c = 0; c < 2; ++c) exact.add(__shfl_sync(primitives::kFullMask, pending[c], from), lane);
+  }
+  return any;
+}
+
+using primitives::exact_pair_add;
+using primitives::ExactPair;
+
+// Mode::Exact, doubles, at the end of a tile: the warp's 64 chains (a sum and an error each) meet
+// in a fixed xor butterfly of exact pairs, and the tile's pair goes into the warp's accumulator
+// (two additions, as the reproducible sum's double-double). Where some addition would round
+// (data spread over more than about 2^50), every lane's chains go in one by one instead. Returns
+// whether that happened.
+__device__ __forceinline__ bool add_exact_double_tile(primitives::ExactSum<double>& exact,
+                                                      const ExactDoubleLane (&lanes)[2], unsigned lane) {
+  ExactPair v = exact_pair_add({lanes[0].sum, lanes[0].error, true}, {lanes[1].sum, lanes[1].error, true});
+  for (unsigned offset = 16; offset > 0; offset /= 2) {
+    ExactPair other;
+    other.sum = __shfl_xor_sync(primitives::kFullMask, v.sum, offset);
+    other.error = __shfl_xor_sync(primitives::kFullMask, v.error, offset);
+    other.ok = __shfl_xor_sync(primitives::kFullMask, v.ok, offset);
+    // Both lanes must compute the same value: order the operands by lane, not by caller.
+    v = (lane & offset) ? exact_pair_add(other, v) : exact_pair_add(v, other);
+  }
+  if (__all_sync(primitives::kFullMask, v.ok)) {
+    exact.add(v.sum, lane);
+    exact.add(v.error, lane);
+    return false;
+  }
+  for (unsigned c = 0; c < 2; ++c) {
+    const double pending[2] = {lanes[c].sum, lanes[c].error};
+    spill_warp(exact, pending, lane);
+  }
+  return true;
+}
 
 // A run of whole tiles (and at most one partial tile, the last) that one grid sums: tile t is
 // in[t * kReproTile, ...), elements at or past n read as +0.0. `aligned`: in is 16-byte aligned.
@@ -210,7 +289,7 @@ struct ReproSpan {
 // small input still spreads over many SMs), summed into its warps' exact accumulators; stores
 // the block's row of limbs at rows + blockIdx.x * kExactRowWords. Ends with the block's threads
 // done with `shared`.
-template <class T, std::size_t Spans>
+template <class T, std::size_t Spans, bool Exact = false>
 __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Spans], unsigned long long* rows,
                                                 ReproShared<acc_t<T, Sum>>& shared) {
   using A = acc_t<T, Sum>;
@@ -225,13 +304,36 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     primitives::LaneExact lane_exact(lane_limbs[warp], lane);
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      sum_tiles(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane, [&](FloatLane (&lanes)[2]) {
-        const LanePartial partial = lane_partial(lanes);
-        lane_exact.add(partial.sum, partial.error);
-      });
+      if constexpr (Exact) {
+        auto spill = [&](double x) { lane_exact.spill(x); };
+        sum_tiles_with<ExactFloatLane>(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
+                                       spill, [&](ExactFloatLane (&lanes)[2]) {
+                                         lane_exact.add_chains(lanes[0].sum, lanes[1].sum);
+                                       });
+      } else {
+        sum_tiles(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane, [&](FloatLane (&lanes)[2]) {
+          const LanePartial partial = lane_partial(lanes);
+          lane_exact.add(partial.sum, partial.error);
+        });
+      }
     }
     lane_exact.into(exact);
     exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
+  } else if constexpr (Exact) {
+    bool spilled = false;  // since the last carry
+    auto spill = [&](const double (&pending)[2]) { spilled = spill_warp(exact, pending, lane) || spilled; };
+#pragma unroll
+    for (std::size_t s = 0; s < Spans; ++s) {
+      sum_tiles_with<ExactDoubleLane>(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
+                                      spill, [&](ExactDoubleLane (&lanes)[2]) {
+                                        spilled = add_exact_double_tile(exact, lanes, lane) || spilled;
+                                        // A tile spills at most one piece per limb per element (and
+                                        // 128 per lane when its chains go in one by one): carried
+                                        // after such a tile, no limb comes near 2^63.
+                                        if (spilled) exact.carry(lane);
+                                        spilled = false;
+                                      });
+    }
   } else {
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
@@ -247,11 +349,12 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
 // Each block sums its tiles into its warps' exact accumulators and stores the block's row of
 // limbs. A grid of one block then rounds its own row; a larger grid leaves the rows to
 // repro_finish_kernel, which runs after it.
-template <class T>
+// Exact: Mode::Exact's lanes, which never round (the total is the exact sum, rounded once).
+template <class T, bool Exact = false>
 __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   __shared__ ReproShared<acc_t<T, Sum>> shared;
   const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
-  repro_block_row(spans, args.rows, shared);
+  repro_block_row<T, 1, Exact>(spans, args.rows, shared);
   if (gridDim.x == 1) primitives::finish_exact_rows(args.rows, 1, shared, args.out);
 }
 

@@ -1,0 +1,191 @@
+// The arithmetic of Mode::Exact that host and device share (the CPU tests run it as the GPU does):
+//   - add_if_exact: a double addition kept only when it rounds nothing, the test that lets a
+//     lane sum in double until an addition would lose a bit;
+//   - round_scaled: a value m * 2^scale (m a 64-bit integer whose bit 0 also stands for any bits
+//     below it) rounded once, to nearest even, into float, double, half or bfloat16 bits,
+//     subnormals and overflow included.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define FASTREDUCE_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define FASTREDUCE_HOST_DEVICE inline
+#endif
+
+#if !defined(__CUDA_ARCH__)
+#include <bit>
+#endif
+
+namespace fastreduce::primitives {
+
+// Correctly rounded double addition and subtraction that the compiler may not contract or
+// reorder (on the host, SSE2 arithmetic: the same IEEE operations).
+FASTREDUCE_HOST_DEVICE double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+FASTREDUCE_HOST_DEVICE double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+// acc += x when the double sum is exact; returns false, leaving acc as it was, when it is not
+// (a bit would be rounded away, the sum overflows, or x is infinite or NaN). acc must be finite.
+// Why the test is exact: with t = fl(acc + x), if t = acc + x then t - acc = x and t - x = acc are
+// representable and both subtractions return them. Otherwise, say |acc| >= |x|: then t - acc is
+// representable (the subtraction of FastTwoSum), so fl(t - acc) = t - acc != x; symmetrically
+// fl(t - x) != acc when |x| > |acc|. An overflow gives t = inf and t - acc = inf != x; an infinite
+// x gives t - x = NaN; a NaN compares unequal.
+FASTREDUCE_HOST_DEVICE bool add_if_exact(double& acc, double x) {
+  const double t = add_rn(acc, x);
+  const bool exact = sub_rn(t, acc) == x && sub_rn(t, x) == acc;
+  if (exact) acc = t;
+  return exact;
+}
+
+FASTREDUCE_HOST_DEVICE std::uint64_t double_bits(double x) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<std::uint64_t>(__double_as_longlong(x));
+#else
+  return std::bit_cast<std::uint64_t>(x);
+#endif
+}
+FASTREDUCE_HOST_DEVICE bool finite(double x) {
+  return (double_bits(x) & 0x7FF0000000000000ull) != 0x7FF0000000000000ull;
+}
+
+// Mode::Exact's lanes. Every element's addition is kept only when it is exact; what would round
+// is handed on, to be added exactly to a fixed-point accumulator. So a lane's running sums, plus
+// everything handed on, equal the exact sum of its elements: nothing is rounded before the total.
+//
+// Float-valued sums (float, half, bfloat16 inputs): a double running sum of the lane's elements,
+// each converted exactly and added with add_if_exact. A double holds 29 bits more than a float,
+// so the additions round only for elements some 2^22 times smaller than the running sum (or for
+// infinity and NaN): rare in practice; such an element goes to spill(x) instead (the lane's own
+// exact limbs).
+struct ExactFloatLane {
+  double sum = 0.0;
+  template <class Spill>
+  FASTREDUCE_HOST_DEVICE void add(float x, Spill& spill) {
+    const double d = static_cast<double>(x);
+    if (!add_if_exact(sum, d)) spill(d);
+  }
+};
+
+// Doubles: TwoSum into `sum` (its rounding error is exact) and the errors added into `error` with
+// add_if_exact. add() returns what is left for the warp's exact accumulator, or 0: the element
+// itself when sum + x overflows or x is infinite or NaN, the error when adding it to `error` would
+// round (data spread over more than about 2^50).
+struct ExactDoubleLane {
+  double sum = 0.0;
+  double error = 0.0;
+  FASTREDUCE_HOST_DEVICE double add(double x) {
+    const double t = add_rn(sum, x);
+    if (!finite(t)) return x;
+    const double z = sub_rn(t, sum);
+    const double e = add_rn(sub_rn(sum, sub_rn(t, z)), sub_rn(x, z));
+    sum = t;
+    return add_if_exact(error, e) ? 0.0 : e;
+  }
+};
+
+// A partial of exact double lanes: sum + error is exactly the sum of what it covers, unless ok is
+// false (an addition would have rounded or overflowed).
+struct ExactPair {
+  double sum;
+  double error;
+  bool ok;
+};
+
+// a + b, exactly: TwoSum of the sums, the errors and TwoSum's error added with add_if_exact.
+FASTREDUCE_HOST_DEVICE ExactPair exact_pair_add(const ExactPair& a, const ExactPair& b) {
+  const double s = add_rn(a.sum, b.sum);
+  const double z = sub_rn(s, a.sum);
+  const double e = add_rn(sub_rn(a.sum, sub_rn(s, z)), sub_rn(b.sum, z));
+  double error = a.error;
+  bool ok = a.ok && b.ok && finite(s);
+  ok = ok && add_if_exact(error, b.error);
+  ok = ok && add_if_exact(error, e);
+  return {s, error, ok};
+}
+
+// An IEEE binary format: `precision` significand bits (the implicit one included), the smallest
+// normal exponent, the exponent bias and the total width in bits.
+struct BinaryFormat {
+  int precision;
+  int min_exponent;
+  int bias;
+  int width;
+};
+inline constexpr BinaryFormat kFloatFormat{24, -126, 127, 32};
+inline constexpr BinaryFormat kDoubleFormat{53, -1022, 1023, 64};
+inline constexpr BinaryFormat kHalfFormat{11, -14, 15, 16};
+inline constexpr BinaryFormat kBfloat16Format{8, -126, 127, 16};
+
+FASTREDUCE_HOST_DEVICE int leading_zeros64(std::uint64_t m) {
+#if defined(__CUDA_ARCH__)
+  return __clzll(static_cast<long long>(m));
+#else
+  return std::countl_zero(m);
+#endif
+}
+
+// The bits of m * 2^scale rounded to nearest even in format F, with `negative` giving the sign.
+// Bit 0 of m is sticky: set when the value has bits below it (so the value lies strictly between
+// m - 1 and m + 1 times 2^scale, never on a rounding boundary it does not show). m = 0 gives a
+// zero of the sign. Results beyond the format's range are infinities.
+template <BinaryFormat F>
+FASTREDUCE_HOST_DEVICE std::uint64_t round_scaled(std::uint64_t m, int scale, bool negative) {
+  constexpr int p = F.precision;
+  const std::uint64_t sign = negative ? std::uint64_t(1) << (F.width - 1) : 0;
+  if (m == 0) return sign;
+  const int top = 63 - leading_zeros64(m);  // the value is in [2^(top + scale), 2^(top + scale + 1))
+  const int exponent = top + scale;
+  constexpr std::uint64_t kInfinity = ((std::uint64_t(1) << (F.width - 1 - (p - 1))) - 1) << (p - 1);
+  if (exponent > F.bias) return sign | kInfinity;  // even the smallest such value is too large
+  const bool subnormal = exponent < F.min_exponent;
+  // The weight of the result's last bit, and how many of m's bits fall below it.
+  const int last_bit = (subnormal ? F.min_exponent : exponent) - (p - 1);
+  const int drop = last_bit - scale;
+  std::uint64_t q;
+  if (drop <= 0) {
+    q = m << -drop;  // every bit fits (then drop > -64: m has at most p bits here)
+  } else if (drop >= 65) {
+    q = 0;  // the value is below half the last bit
+  } else {
+    q = drop == 64 ? 0 : m >> drop;
+    const std::uint64_t rest = drop == 64 ? m : m & ((std::uint64_t(1) << drop) - 1);
+    const std::uint64_t half = std::uint64_t(1) << (drop - 1);
+    if (rest > half || (rest == half && (q & 1) != 0)) ++q;
+  }
+  // A normal result: q in [2^(p-1), 2^p]; q = 2^p carries into the exponent (and past the largest
+  // finite value into the infinity's bits). A subnormal: q <= 2^(p-1), which is the smallest normal.
+  const std::uint64_t biased = subnormal ? 0 : static_cast<std::uint64_t>(exponent + F.bias - 1);
+  const std::uint64_t bits = (biased << (p - 1)) + q;
+  return sign | (bits >= kInfinity ? kInfinity : bits);
+}
+
+FASTREDUCE_HOST_DEVICE double double_from_bits(std::uint64_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(bits));
+#else
+  return std::bit_cast<double>(bits);
+#endif
+}
+FASTREDUCE_HOST_DEVICE float float_from_bits(std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  return std::bit_cast<float>(bits);
+#endif
+}
+
+}  // namespace fastreduce::primitives

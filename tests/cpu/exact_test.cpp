@@ -1,0 +1,384 @@
+// Mode::Exact's arithmetic, run on the CPU exactly as the GPU runs it (detail/exact_arith.hpp is
+// shared by host and device), against the big-integer reference (bench/reference.hpp):
+//   - add_if_exact keeps exactly the additions that round nothing;
+//   - round_scaled rounds once, to nearest even, in every format, subnormals, ties, sticky bits
+//     and overflow included;
+//   - the exact lanes (float-valued and double) with their spills, and the double lanes' butterfly
+//     of exact pairs, lose nothing on any data;
+//   - the reference itself agrees with Shewchuk's partials (math.fsum) where both apply.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fastreduce/detail/exact_arith.hpp"
+#include "exact_data.hpp"
+#include "reference.hpp"
+
+namespace fr = fastreduce;
+namespace prim = fastreduce::primitives;
+using fr::reference::ExactReference;
+using fr::testing::exact_data;
+using fr::testing::kExactDataSetCount;
+using fr::testing::kExactDataSets;
+
+namespace {
+
+std::uint64_t seed_for(const char* name) {
+  // Fresh data every run, replayable: FASTREDUCE_TEST_SEED fixes it.
+  static const std::uint64_t base = [] {
+    if (const char* s = std::getenv("FASTREDUCE_TEST_SEED")) return std::strtoull(s, nullptr, 10);
+    return std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+  }();
+  std::uint64_t h = base;
+  for (const char* p = name; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 0x100000001B3ull;
+  return h;
+}
+
+#define SEED_TRACE(name)                          \
+  const std::uint64_t seed = seed_for(name);      \
+  SCOPED_TRACE("FASTREDUCE_TEST_SEED base; seed " + std::to_string(seed))
+
+ExactReference exact_of(std::initializer_list<double> values) {
+  ExactReference r;
+  for (double v : values) r.add(v);
+  return r;
+}
+
+// Doubles of every kind: ordinary, spread over the whole exponent range, subnormal, near the
+// limit, exact neighbours and cancelling partners of `other`, zeros, infinities, NaN.
+double any_double(std::mt19937_64& rng, double other) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double sign = unit(rng) < 0.5 ? -1.0 : 1.0;
+  switch (rng() % 10) {
+    case 0: return sign * unit(rng);
+    case 1: return sign * std::ldexp(1.0 + unit(rng), static_cast<int>(rng() % 2046) - 1022);
+    case 2: return sign * std::ldexp(static_cast<double>(rng() % (1ull << 52)), -1074);  // subnormal
+    case 3: return sign * std::ldexp(1.0 + unit(rng), 1023);
+    case 4: return -other * (1.0 + std::ldexp(static_cast<double>(rng() % 64), -52));
+    case 5: return std::ldexp(other, static_cast<int>(rng() % 120) - 60);
+    case 6: return std::nextafter(other, sign * std::numeric_limits<double>::infinity());
+    case 7: return rng() % 4 == 0 ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
+    case 8: return sign * 0.0;
+    default: return sign * std::ldexp(static_cast<double>(rng() >> 40), static_cast<int>(rng() % 80) - 40);
+  }
+}
+
+}  // namespace
+
+TEST(ExactArith, AddIfExactKeepsExactlyTheAdditionsThatRoundNothing) {
+  SEED_TRACE("AddIfExact");
+  std::mt19937_64 rng(seed);
+  int exact_count = 0, rounded_count = 0;
+  for (int i = 0; i < 200000; ++i) {
+    double a = any_double(rng, 1.0);
+    if (!std::isfinite(a)) a = 1.5;  // the accumulator is always finite
+    const double b = any_double(rng, a);
+    const double t = a + b;
+    const bool expected = std::isfinite(b) && std::isfinite(t) && exact_of({a, b}) == exact_of({t});
+    double acc = a;
+    const bool got = prim::add_if_exact(acc, b);
+    ASSERT_EQ(got, expected) << std::hexfloat << a << " + " << b;
+    if (got) EXPECT_EQ(std::bit_cast<std::uint64_t>(acc), std::bit_cast<std::uint64_t>(t));
+    else EXPECT_EQ(std::bit_cast<std::uint64_t>(acc), std::bit_cast<std::uint64_t>(a)) << "acc changed";
+    (got ? exact_count : rounded_count) += 1;
+  }
+  // The data exercise both outcomes in earnest.
+  EXPECT_GT(exact_count, 20000);
+  EXPECT_GT(rounded_count, 20000);
+}
+
+namespace {
+
+template <prim::BinaryFormat F>
+struct Format;
+template <>
+struct Format<prim::kFloatFormat> {
+  using Type = float;
+  static std::uint64_t bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
+};
+template <>
+struct Format<prim::kDoubleFormat> {
+  using Type = double;
+  static std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
+};
+template <>
+struct Format<prim::kHalfFormat> {
+  using Type = __half;
+  static std::uint64_t bits(double v) {
+    const __half_raw raw = __double2half(v);  // v is a half value (or infinity): no rounding here
+    return raw.x;
+  }
+};
+template <>
+struct Format<prim::kBfloat16Format> {
+  using Type = __nv_bfloat16;
+  static std::uint64_t bits(double v) {
+    const __nv_bfloat16_raw raw = __double2bfloat16(v);
+    return raw.x;
+  }
+};
+
+// m * 2^scale exactly as reference additions (m in 32-bit pieces; each piece a double as long as
+// scale >= -1074 and the value is below 2^1024).
+ExactReference scaled(unsigned __int128 m, int scale, bool negative) {
+  ExactReference r;
+  for (int i = 0; i < 4; ++i) {
+    const double piece = std::ldexp(static_cast<double>(static_cast<std::uint32_t>(m >> (32 * i))), scale + 32 * i);
+    r.add(negative ? -piece : piece);
+  }
+  return r;
+}
+
+template <prim::BinaryFormat F>
+void check_round_scaled(std::uint64_t seed) {
+  using Info = Format<F>;
+  std::mt19937_64 rng(seed);
+  constexpr int p = F.precision;
+  // Scales that put the value anywhere from far below the smallest subnormal to past the largest
+  // finite value (double: up to 2^1023, the reference's pieces must stay doubles).
+  const int lowest = std::max(-1074, F.min_exponent - p - 66);
+  const int highest = F.width == 64 ? 959 : F.bias + 2;
+  int ties = 0, subnormal = 0, infinite = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const bool negative = rng() % 2 != 0;
+    const int scale = lowest + static_cast<int>(rng() % static_cast<std::uint64_t>(highest - lowest + 1));
+    std::uint64_t m = 0;
+    switch (rng() % 4) {
+      case 0: m = rng(); break;                                       // 64 random bits
+      case 1: m = rng() >> (rng() % 64); break;                       // fewer bits
+      case 2: m = ((rng() >> (64 - p - 1)) | 1) << (rng() % (64 - p)); break;  // p + 1 bits: a tie when normal
+      default: m = (rng() | (1ull << 63)) & ~((1ull << (rng() % 40)) - 1); break;  // trailing zeros
+    }
+    if (m == 0) m = 1;
+    const double expected = scaled(m, scale, negative).rounded(p, F.min_exponent, F.bias);
+    const std::uint64_t got = prim::round_scaled<F>(m, scale, negative);
+    ASSERT_EQ(got, Info::bits(expected)) << std::hex << "m 0x" << m << std::dec << " scale " << scale << " negative "
+                                         << negative << " expected " << std::hexfloat << expected;
+    ties += (m & (m - 1)) != 0 && std::countr_zero(m) + p + 1 == 64 - std::countl_zero(m);
+    subnormal += std::isfinite(expected) && expected != 0 && std::fabs(expected) < std::ldexp(1.0, F.min_exponent);
+    infinite += std::isinf(expected);
+  }
+  EXPECT_GT(ties, 1000);
+  EXPECT_GT(subnormal, 100);
+  if (F.width != 64) EXPECT_GT(infinite, 100);
+}
+
+// 128 exact bits folded into 64 with a sticky bit, as the engine's total is: rounding the folded
+// value must give the correct rounding of the exact one.
+template <prim::BinaryFormat F>
+void check_sticky(std::uint64_t seed) {
+  using Info = Format<F>;
+  std::mt19937_64 rng(seed);
+  constexpr int p = F.precision;
+  const int lowest = std::max(-1074, F.min_exponent - p - 127 - 2);
+  const int highest = F.width == 64 ? 1023 - 128 : F.bias - 127 + 2;
+  for (int i = 0; i < 50000; ++i) {
+    const bool negative = rng() % 2 != 0;
+    const int scale = lowest + static_cast<int>(rng() % static_cast<std::uint64_t>(highest - lowest + 1));
+    const std::uint64_t high = rng() | (1ull << 63);
+    std::uint64_t low = 0;
+    switch (rng() % 3) {
+      case 0: low = rng(); break;
+      case 1: low = 1ull << (rng() % 64); break;  // one far bit: exactly above a tie
+      default: low = 0; break;
+    }
+    // A tie in the high word (bits p .. 63 kept, the next bit set, nothing else) when normal.
+    const std::uint64_t tie_high = (high & ~((1ull << (64 - p)) - 1)) | (1ull << (63 - p));
+    const std::uint64_t top = rng() % 2 ? high : tie_high;
+    const unsigned __int128 m128 = (static_cast<unsigned __int128>(top) << 64) | low;
+    const std::uint64_t m = top | (low != 0 ? 1 : 0);
+    const double expected = scaled(m128, scale, negative).rounded(p, F.min_exponent, F.bias);
+    const std::uint64_t got = prim::round_scaled<F>(m, scale + 64, negative);
+    ASSERT_EQ(got, Info::bits(expected)) << std::hex << "top 0x" << top << " low 0x" << low << std::dec << " scale "
+                                         << scale << " negative " << negative;
+  }
+}
+
+}  // namespace
+
+TEST(ExactArith, RoundScaledRoundsOnceToNearestEvenInEveryFormat) {
+  SEED_TRACE("RoundScaled");
+  check_round_scaled<prim::kFloatFormat>(seed);
+  check_round_scaled<prim::kDoubleFormat>(seed + 1);
+  check_round_scaled<prim::kHalfFormat>(seed + 2);
+  check_round_scaled<prim::kBfloat16Format>(seed + 3);
+}
+
+TEST(ExactArith, RoundScaledFoldsTheBitsBelowIntoAStickyBit) {
+  SEED_TRACE("Sticky");
+  check_sticky<prim::kFloatFormat>(seed);
+  check_sticky<prim::kDoubleFormat>(seed + 1);
+  check_sticky<prim::kHalfFormat>(seed + 2);
+  check_sticky<prim::kBfloat16Format>(seed + 3);
+}
+
+TEST(ExactArith, RoundScaledAtTheEdgesOfDouble) {
+  const std::uint64_t largest = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::max());
+  const std::uint64_t infinity = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity());
+  const std::uint64_t max_mantissa = ((1ull << 53) - 1) << 11;  // the largest double is this * 2^960
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(max_mantissa, 960, false), largest);
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(max_mantissa | 0x3FF, 960, false), largest);  // below half an ulp
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(max_mantissa | 0x400, 960, true), infinity | (1ull << 63));  // a tie: to even, past the range
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(~0ull, 960, false), infinity);
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(1ull << 63, -1074 - 64, false), 0u);  // half the smallest subnormal: to even (zero)
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>((1ull << 63) | 1, -1074 - 64, false), 1u);  // just above: the smallest
+  EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(0, 5, true), 1ull << 63);  // a zero keeps its sign
+}
+
+TEST(ExactLanes, FloatLanesAndTheirSpillsLoseNothing) {
+  SEED_TRACE("FloatLanes");
+  std::mt19937_64 rng(seed);
+  constexpr std::size_t kChain = 64;  // a chain's elements per tile on the GPU
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    SCOPED_TRACE(kExactDataSets[kind]);
+    const std::vector<float> data = exact_data<float>(kind, kChain * 4096, rng());
+    ExactReference all, parts;
+    all.add_all(data.data(), data.size());
+    std::size_t spills = 0;
+    auto spill = [&](double x) {
+      parts.add(x);
+      ++spills;
+    };
+    for (std::size_t c = 0; c < data.size(); c += kChain) {
+      prim::ExactFloatLane lane;
+      for (std::size_t i = c; i < c + kChain; ++i) lane.add(data[i], spill);
+      ASSERT_TRUE(std::isfinite(lane.sum));
+      parts.add(lane.sum);
+    }
+    EXPECT_TRUE(parts == all) << "kind " << kind;
+    // Uniform and normal data spill (almost) nothing: the fast path is the path.
+    if (kind <= 1) EXPECT_LT(spills, data.size() / 1000) << "kind " << kind;
+    if (kind == 7) EXPECT_GT(spills, data.size() / 10) << "every exponent: the spills are exercised";
+  }
+}
+
+namespace {
+
+// Patterns that meet the double path's lanes (element i goes to lane i % 32, chain (i / 32) % 2):
+std::vector<double> lane_pattern(int pattern, std::size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double sign = unit(rng) < 0.5 ? -1.0 : 1.0;
+    switch (pattern) {
+      case 0:  // each lane at a scale of its own, 2^35 apart: exact chains, lanes that do not fit together
+        v[i] = std::ldexp(sign * (1.0 + unit(rng)), 35 * static_cast<int>(i % 32) - 500);
+        break;
+      case 1:  // even lanes: fractions (chains with rounding errors); odd lanes: multiples of 2^40 (exact
+               // chains): where they meet, TwoSum's error does not fit with the even lane's errors
+        v[i] = i % 2 == 0 ? unit(rng) : static_cast<double>(rng() % 1000) * std::ldexp(1.0, 40);
+        break;
+      default:  // chains alternating 2^60 with 1 (even lanes) or 2^-60 (odd lanes): exact sums that
+                // meet exactly, rounding errors that do not fit together
+        v[i] = (i / 64) % 2 == 0 ? std::ldexp(1.0, 60) : (i % 2 == 0 ? 1.0 : std::ldexp(1.0, -60));
+        break;
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+// The double path as the GPU runs it: 32 lanes, two chains each of 64 elements per tile, leftovers
+// spilled, the lanes' pairs joined in the xor butterfly (operands ordered by lane), the tile's
+// pair taken when every addition was exact and the chains one by one otherwise.
+TEST(ExactLanes, DoubleLanesAndTheirButterflyLoseNothing) {
+  SEED_TRACE("DoubleLanes");
+  std::mt19937_64 rng(seed);
+  constexpr std::size_t kChain = 64, kTile = 32 * 2 * kChain;
+  for (int kind = 0; kind < kExactDataSetCount + 3; ++kind) {  // the data sets, then the lane patterns
+    SCOPED_TRACE(kind < kExactDataSetCount ? kExactDataSets[kind] : "lane pattern");
+    const std::vector<double> data = kind < kExactDataSetCount ? exact_data<double>(kind, kTile * 64, rng())
+                                                               : lane_pattern(kind - kExactDataSetCount, kTile * 64, rng);
+    ExactReference all, parts;
+    all.add_all(data.data(), data.size());
+    std::size_t spills = 0, fallbacks = 0;
+    for (std::size_t t = 0; t < data.size(); t += kTile) {
+      prim::ExactDoubleLane chains[32][2];
+      for (std::size_t k = 0; k < 2 * kChain; ++k) {
+        for (std::size_t lane = 0; lane < 32; ++lane) {
+          const double left = chains[lane][k % 2].add(data[t + k * 32 + lane]);
+          if (left != 0.0) {
+            parts.add(left);
+            ++spills;
+          }
+        }
+      }
+      prim::ExactPair v[32];
+      for (std::size_t lane = 0; lane < 32; ++lane) {
+        v[lane] = prim::exact_pair_add({chains[lane][0].sum, chains[lane][0].error, true},
+                                       {chains[lane][1].sum, chains[lane][1].error, true});
+      }
+      for (std::size_t offset = 16; offset > 0; offset /= 2) {
+        prim::ExactPair next[32];
+        for (std::size_t lane = 0; lane < 32; ++lane) {
+          const prim::ExactPair& other = v[lane ^ offset];
+          next[lane] = (lane & offset) ? prim::exact_pair_add(other, v[lane]) : prim::exact_pair_add(v[lane], other);
+        }
+        std::copy(next, next + 32, v);
+      }
+      for (std::size_t lane = 1; lane < 32; ++lane) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(v[lane].sum), std::bit_cast<std::uint64_t>(v[0].sum)) << "lanes disagree";
+        ASSERT_EQ(v[lane].ok, v[0].ok);
+      }
+      if (v[0].ok) {
+        parts.add(v[0].sum);
+        parts.add(v[0].error);
+      } else {
+        ++fallbacks;
+        for (auto& lane : chains) {
+          for (auto& chain : lane) {
+            parts.add(chain.sum);
+            parts.add(chain.error);
+          }
+        }
+      }
+    }
+    EXPECT_TRUE(parts == all) << "kind " << kind;
+    if (kind <= 1) {
+      EXPECT_EQ(fallbacks, 0u) << "kind " << kind;
+      EXPECT_LT(spills, data.size() / 1000) << "kind " << kind;
+    }
+    if (kind == 2 || kind == 7) EXPECT_GT(spills + fallbacks, 0u) << "kind " << kind << ": the slow paths are exercised";
+    if (kind >= kExactDataSetCount) EXPECT_GT(fallbacks, 0u) << "kind " << kind << ": the butterfly's fallback is exercised";
+  }
+}
+
+TEST(ExactReference, AgreesWithShewchuksPartialsAndKnownSums) {
+  SEED_TRACE("Reference");
+  std::mt19937_64 rng(seed);
+  // Uniform, normal, wide range, subnormal: the data sets whose partial sums stay far from
+  // overflow (math.fsum's method does not apply beyond; double cancellation's pairs are ~10^306).
+  for (int kind : {0, 1, 2, 4}) {
+    const std::vector<double> data = exact_data<double>(kind, 20011, rng());
+    EXPECT_EQ(fr::reference::exact_rounded<double>(data.data(), data.size()), fr::reference::exact_sum(data.data(), data.size()))
+        << "kind " << kind;
+  }
+  // Known sums: a tie to even, cancellation far below the result, an overflowing intermediate
+  // that comes back, an overflowing total, the specials, zeros.
+  const double tie[] = {1.0, std::ldexp(1.0, -53)};
+  EXPECT_EQ(fr::reference::exact_rounded<double>(tie, 2), 1.0);
+  const double above_tie[] = {1.0, std::ldexp(1.0, -53), std::ldexp(1.0, -1074)};
+  EXPECT_EQ(fr::reference::exact_rounded<double>(above_tie, 3), std::nextafter(1.0, 2.0));
+  const double back[] = {1e308, 1e308, -1e308};
+  EXPECT_EQ(fr::reference::exact_rounded<double>(back, 3), 1e308);
+  const double over[] = {1.7e308, 1.7e308};
+  EXPECT_EQ(fr::reference::exact_rounded<double>(over, 2), INFINITY);
+  EXPECT_EQ(fr::reference::exact_rounded<float>(over, 2), INFINITY);
+  const double specials[] = {1.0, INFINITY, 2.0};
+  EXPECT_EQ(fr::reference::exact_rounded<double>(specials, 3), INFINITY);
+  const double both[] = {-INFINITY, INFINITY};
+  EXPECT_TRUE(std::isnan(fr::reference::exact_rounded<double>(both, 2)));
+  const float half_tie[] = {2048.0f, 1.0f};  // 2049 lies between the halves 2048 and 2050: to even
+  EXPECT_EQ(fr::reference::exact_rounded<__half>(half_tie, 2), 2048.0);
+  const float to_zero[] = {1.0f, -1.0f};
+  EXPECT_FALSE(std::signbit(fr::reference::exact_rounded<float>(to_zero, 2)));
+}

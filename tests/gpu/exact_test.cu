@@ -1,0 +1,240 @@
+// Mode::Exact: the exact sum rounded once, bit for bit against the big-integer reference
+// (bench/reference.hpp's ExactReference), on every kind of data, size class, grid and alignment.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fastreduce/fastreduce.cuh"
+#include "exact_data.hpp"
+#include "gpu_test.hpp"
+#include "reference.hpp"
+
+namespace fr = fastreduce;
+using namespace fastreduce::testing;
+
+namespace {
+
+template <class T>
+using Acc = fr::acc_t<T, fr::Sum>;
+
+const fr::Options kExact{.mode = fr::Mode::Exact};
+
+// One Mode::Exact sum through the two-phase contract, output poisoned first.
+template <class T>
+Acc<T> exact_sum(const T* in, std::size_t n, unsigned max_blocks = 0) {
+  const fr::Options opt{.mode = fr::Mode::Exact, .max_blocks = max_blocks};
+  std::size_t bytes = 0;
+  EXPECT_EQ((fr::reduce_async<T, fr::Sum>(nullptr, bytes, in, nullptr, n, fr::Sum{}, 0, opt)), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  DeviceBuffer<Acc<T>> out(1);
+  out.poison();
+  EXPECT_EQ((fr::reduce_async<T, fr::Sum>(temp.get(), bytes, in, out.get(), n, fr::Sum{}, 0, opt)), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return read_back(out.get());
+}
+
+// The correctly rounded sum as the result type holds it.
+template <class T>
+Acc<T> expected_sum(const std::vector<T>& host, std::size_t offset, std::size_t n) {
+  return static_cast<Acc<T>>(fr::reference::exact_rounded<Acc<T>>(host.data() + offset, n));
+}
+
+template <class A>
+bool same_result(A got, A expected) {
+  return same_bits(got, expected) || (std::isnan(double(got)) && std::isnan(double(expected)));
+}
+
+template <class T>
+void check_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  std::vector<std::size_t> sizes = {0, 1, 31, 32, 33, 4095, 4097, 65537, (std::size_t(1) << 20) + 3};
+  if (!quick()) sizes.push_back(10000019);
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    for (std::size_t n : sizes) {
+      const std::vector<T> host = exact_data<T>(kind, n + 1, test_seed());
+      DeviceBuffer<T> in(n + 1);
+      CUDA_OK(cudaMemcpy(in.get(), host.data(), (n + 1) * sizeof(T), cudaMemcpyHostToDevice));
+      for (std::size_t offset : {0u, 1u}) {  // 16-byte aligned, and an element off
+        const Acc<T> expected = expected_sum(host, offset, n);
+        for (unsigned max_blocks : {0u, 1u, 7u}) {
+          if (offset == 1 && max_blocks != 0) continue;
+          const Acc<T> got = exact_sum(in.get() + offset, n, max_blocks);
+          EXPECT_TRUE(same_result(got, expected)) << kExactDataSets[kind] << ", n " << n << ", offset " << offset << ", max_blocks "
+                                                  << max_blocks << std::hexfloat << ": got " << double(got)
+                                                  << ", exact rounded " << double(expected);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Exact, FloatIsCorrectlyRoundedOnEveryDataSet) { check_every_data_set<float>(); }
+TEST(Exact, DoubleIsCorrectlyRoundedOnEveryDataSet) { check_every_data_set<double>(); }
+TEST(Exact, HalfIsCorrectlyRoundedOnEveryDataSet) { check_every_data_set<__half>(); }
+TEST(Exact, Bfloat16IsCorrectlyRoundedOnEveryDataSet) { check_every_data_set<__nv_bfloat16>(); }
+
+namespace {
+
+// Values placed at chosen elements of an otherwise zero input: in one chain of one lane (elements
+// 128 apart for float), in different lanes, in different tiles.
+template <class T>
+void check_placed(const std::vector<std::pair<std::size_t, double>>& placed, std::size_t n) {
+  std::vector<T> host(n, T(0.0f));
+  for (const auto& [index, value] : placed) host[index] = static_cast<T>(value);
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const Acc<T> expected = expected_sum(host, 0, n);
+  for (unsigned max_blocks : {0u, 1u, 2u}) {
+    const Acc<T> got = exact_sum(in.get(), n, max_blocks);
+    std::string where;
+    for (const auto& [index, value] : placed) where += " " + std::to_string(index);
+    EXPECT_TRUE(same_result(got, expected)) << std::hexfloat << "got " << double(got) << " expected " << double(expected)
+                                            << " elements" << where << " max_blocks " << max_blocks;
+  }
+}
+
+template <class T>
+void check_placed_everywhere(const std::vector<double>& values) {
+  const std::size_t stride = 32 * 16 / sizeof(T);  // the same lane, the next vector of it
+  std::vector<std::pair<std::size_t, double>> chain, lanes, tiles;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    chain.emplace_back(i * stride, values[i]);           // one chain of one lane, in order
+    lanes.emplace_back(5 * i * 16 / sizeof(T), values[i]);  // lanes 0, 5, 10, ...
+    tiles.emplace_back(i * 4096 + 37 * i, values[i]);    // a tile each
+  }
+  check_placed<T>(chain, 4096 + 3);
+  check_placed<T>(lanes, 4096 + 3);
+  check_placed<T>(tiles, values.size() * 4096 + 5);
+}
+
+}  // namespace
+
+// Ties to even, sticky bits far below the tie, subnormal results, intermediate sums past the
+// type's range, infinities and NaN: wherever the values sit. Reproducible mode gets some of these
+// wrong when they share a lane (its errors are summed in double); Mode::Exact gets all of them.
+TEST(Exact, PlacedValuesAreRoundedOnceWhereverTheySit) {
+  FASTREDUCE_REQUIRE_GPU();
+  const double inf = INFINITY;
+  const std::vector<std::vector<double>> float_cases = {
+      {1.0, 0x1p-24},                         // a tie: to even
+      {1.0, 0x1p-24, 0x1p-149},               // just above the tie, by the smallest subnormal
+      {-1.0, -0x1p-24, -0x1p-100},            // the same, negative
+      {0x1p-24, 1.0, 0x1p-60, -0x1p-60, 0x1p-130},
+      {1.0, -1.0, 0x1p-149},                  // a subnormal result
+      {0x1p-126, -0x1p-149},                  // a subnormal result from normals
+      {3e38, 3e38, -3e38},                    // 6e38 on the way
+      {3e38, 3e38},                           // the sum overflows
+      {0x1p100, -0x1p100, -0x1p-100},
+      {inf, 1.0}, {-inf, 1.0}, {inf, -inf}, {NAN, 1.0}};
+  for (const auto& c : float_cases) {
+    check_placed_everywhere<float>(c);
+    check_placed_everywhere<__nv_bfloat16>(c);
+  }
+  const std::vector<std::vector<double>> double_cases = {
+      {1.0, 0x1p-53},                        // a tie: to even
+      {1.0, 0x1p-53, 0x1p-1074},             // just above it, by the smallest subnormal
+      {-1.0, -0x1p-53, -0x1p-600},
+      {1e300, -1e300, 1e-300},
+      {1.0, -1.0, 0x1p-1074},
+      {1.7e308, 1.7e308, -1.7e308},          // 3.4e308 on the way: no overflow
+      {1.7e308, 1.7e308},                    // the sum overflows
+      {0x1p1000, 0x1p-1000, -0x1p1000},      // 2000 bits apart
+      {inf, 1.0}, {inf, -inf}, {NAN, 1.0}};
+  for (const auto& c : double_cases) check_placed_everywhere<double>(c);
+  const std::vector<std::vector<double>> half_cases = {
+      {2048.0, 1.0},                         // 2049: a tie in half, but the float result is exact
+      {65504.0, 65504.0, -65504.0},
+      {0x1p-24, 0x1p-24, 1.0}};
+  for (const auto& c : half_cases) check_placed_everywhere<__half>(c);
+}
+
+// Exponents spread over the whole range in every element: every addition spills into the exact
+// limbs, tile after tile (so the limbs are carried after each tile), and the result is still exact.
+TEST(Exact, EveryElementSpilledOverManyTilesStaysExact) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = quick() ? (std::size_t(1) << 18) + 3 : (std::size_t(1) << 23) + 3;
+  auto run = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    const std::vector<T> host = exact_data<T>(7, n, test_seed());  // every exponent
+    DeviceBuffer<T> in(n);
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+    const Acc<T> expected = expected_sum(host, 0, n);
+    for (unsigned max_blocks : {0u, 1u}) {  // one block: a warp carries its limbs after hundreds of tiles
+      const Acc<T> got = exact_sum(in.get(), n, max_blocks);
+      EXPECT_TRUE(same_result(got, expected)) << std::hexfloat << double(got) << " != " << double(expected);
+    }
+  };
+  run(float{});
+  run(double{});
+}
+
+// More than 2^32 elements (16 GiB of floats): the counts and offsets of every stage hold.
+TEST(Exact, MoreThan2To32Elements) {
+  FASTREDUCE_REQUIRE_GPU();
+  if (quick()) GTEST_SKIP() << "quick mode";
+  const std::size_t n = (std::size_t(1) << 32) + 4099;
+  std::size_t free_bytes = 0, total = 0;
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total));
+  if (free_bytes < n * sizeof(float) + (std::size_t(1) << 30)) GTEST_SKIP() << "needs 17 GiB of free device memory";
+  DeviceBuffer<float> in(n);
+  // Every element 0x3F3F3F3F (0.7470...): the exact sum is n times that value.
+  CUDA_OK(cudaMemset(in.get(), 0x3F, n * sizeof(float)));
+  float value = 0;
+  const unsigned bits = 0x3F3F3F3Fu;
+  std::memcpy(&value, &bits, sizeof value);
+  fr::reference::ExactReference exact;
+  exact.add(double(value) * double(n >> 16) * 65536.0);  // 24 + 17 bits: exact
+  exact.add(double(value) * double(n & 0xFFFF));
+  const float expected = static_cast<float>(exact.rounded<float>());
+  EXPECT_TRUE(same_bits(exact_sum(in.get(), n), expected));
+  EXPECT_TRUE(same_bits(exact_sum(in.get(), n, 7), expected));
+}
+
+// Ops whose result is exact in any order (integers, Min, Max) take their fast path in Mode::Exact
+// and give its result; ops and shapes Mode::Exact does not serve yet are refused before anything
+// is launched, with nothing written.
+TEST(Exact, ExactOpsTakeTheFastPathAndTheRestIsRefused) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 100003;
+  DeviceBuffer<float> in(n);
+  DeviceBuffer<int> ints(n);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  ASSERT_EQ(fr::bench::fill_random(ints.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  EXPECT_TRUE(same_bits(fr::reduce(in.get(), n, fr::Max{}, kExact), fr::reduce(in.get(), n, fr::Max{})));
+  EXPECT_TRUE(same_bits(fr::reduce(in.get(), n, fr::Min{}, kExact), fr::reduce(in.get(), n, fr::Min{})));
+  EXPECT_EQ(fr::reduce(ints.get(), n, fr::Sum{}, kExact), fr::reduce(ints.get(), n, fr::Sum{}));
+
+  DeviceBuffer<float> out(16);
+  out.poison();
+  const float poisoned = read_back(out.get());
+  std::size_t bytes = 1 << 20;
+  DeviceBuffer<char> temp(bytes);
+  EXPECT_EQ((fr::reduce_async<float, fr::Prod>(temp.get(), bytes, in.get(), out.get(), n, fr::Prod{}, 0, kExact)),
+            cudaErrorNotSupported);
+  EXPECT_EQ((fr::reduce_axis_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), fr::Axis{4, 1000, 1},
+                                                   fr::Sum{}, 0, kExact)),
+            cudaErrorNotSupported);
+  const std::size_t huge = std::size_t(1) << 40;
+  std::size_t query = 0;
+  EXPECT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, query, in.get(), nullptr, huge, fr::Sum{}, 0, kExact)),
+            cudaErrorNotSupported);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(same_bits(read_back(out.get()), poisoned));
+  try {
+    (void)fr::reduce(in.get(), n, fr::Prod{}, kExact);
+    ADD_FAILURE() << "no exception";
+  } catch (const fr::Error& e) {
+    EXPECT_EQ(e.code(), cudaErrorNotSupported);
+    EXPECT_NE(std::string(e.what()).find("Mode::Exact"), std::string::npos) << e.what();
+  }
+  // A Mode that is none of the three is an argument error.
+  const fr::Options bad{.mode = static_cast<fr::Mode>(7)};
+  EXPECT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, query, in.get(), nullptr, n, fr::Sum{}, 0, bad)), cudaErrorInvalidValue);
+}
