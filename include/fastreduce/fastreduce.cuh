@@ -61,7 +61,7 @@ namespace fastreduce {
 enum class Mode {
   Fast,          // one pass, deterministic for a given device model and Options
   Reproducible,  // float sums: same bits on any GPU, compensated accuracy; exact ops as they are
-  Exact,         // float sums: the exact sum rounded once (1-D for now); exact ops as they are
+  Exact,         // float sums: the exact sum rounded once (one output for now); exact ops as they are
 };
 
 struct Options {
@@ -149,12 +149,13 @@ acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, co
 }  // namespace detail
 
 // Enqueues the reduction of d_in[0, n) with `op` into *d_out. Returns cudaSuccess or the error:
-//   cudaErrorInvalidValue         d_in null with n > 0, d_out null, temp_bytes too small
+//   cudaErrorInvalidValue         d_in null with n > 0, d_out null, temp_bytes too small,
+//                                 Options::mode not a Mode
 //   cudaErrorInvalidDevicePointer d_in or d_out is host memory the device cannot reach
 //   cudaErrorMisalignedAddress    d_in or d_out not aligned to its element type, d_temp not
 //                                 16-byte aligned
-//   cudaErrorNotSupported         Mode::Reproducible with Prod on a floating-point type, or a
-//                                 reproducible sum of 2^40 elements or more
+//   cudaErrorNotSupported         Mode::Reproducible or Mode::Exact with Prod on a floating-point
+//                                 type, or a reproducible or exact sum of 2^40 elements or more
 //   cudaErrorNoKernelImageForDevice  the library was not compiled for this GPU
 // Nothing is written to *d_out when an error is returned. n = 0 writes the op's identity.
 template <class T, class Op = Sum>

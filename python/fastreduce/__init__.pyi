@@ -2,7 +2,7 @@ from typing import Any, Literal, NamedTuple, Optional, Sequence, Tuple, TypeVar,
 
 _Array = TypeVar("_Array")  # torch.Tensor, cupy.ndarray, jax.Array, or a __cuda_array_interface__ array
 _Dim = Optional[Union[int, Sequence[int]]]
-_Mode = Literal["fast", "reproducible"]
+_Mode = Literal["fast", "reproducible", "exact"]
 _P = Union[int, float, Literal["fro"]]  # 1, 2, "fro" or inf
 
 __version__: str

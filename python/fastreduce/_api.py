@@ -18,7 +18,7 @@ __all__ = ["sum", "prod", "amin", "amax", "min", "max", "argmax", "argmin", "mea
 # Type codes shared with python/src/core.cpp.
 _BOOL, _I8, _U8, _I16, _U16, _I32, _U32, _I64, _U64, _F16, _BF16, _F32, _F64 = range(13)
 _OPS = {"sum": 0, "prod": 1, "amin": 2, "amax": 3}
-_MODES = ("fast", "reproducible")
+_MODES = {"fast": 0, "reproducible": 1, "exact": 2}  # the engine's Mode, as _core takes it
 # numpy-style type names (CuPy, __cuda_array_interface__ typestr, JAX) -> code
 _NAME_CODES = {"bool": _BOOL, "int8": _I8, "uint8": _U8, "int16": _I16, "uint16": _U16, "int32": _I32,
                "uint32": _U32, "int64": _I64, "uint64": _U64, "float16": _F16, "bfloat16": _BF16,
@@ -198,7 +198,7 @@ def _split(shape, dims, keepdim):
     return kept, out_shape, length, outputs
 
 
-def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record, temp_alloc):
+def _reduce_view(name, op, v, dims, keepdim, mode_code, stream, alloc, copy_contiguous, record, temp_alloc):
     """Reduces view v over dims into a new array from alloc(shape, code); returns it. `record`, a
     list (or None), receives (folded axes, output shape, engine type) when the input was read in
     place. temp_alloc as _captured's."""
@@ -215,20 +215,31 @@ def _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_c
         folded = (outputs, length, 1, length, 1, 1)
     elif record is not None:
         record.append((folded, out_shape, acc))
-    args = (v.code, _OPS[op], reproducible, v.ptr, *folded, result[1], stream, v.device)
+    args = (v.code, _OPS[op], mode_code, v.ptr, *folded, result[1], stream, v.device)
     need = _core.reduce(*args)
     if need:
         _captured(_core.reduce, args, need, temp_alloc)
     return result[0]
 
 
-def _check_mode(name, mode, op=None, code=None):
-    if mode not in _MODES:
-        raise ValueError(f"fastreduce.{name}: mode must be 'fast' or 'reproducible', got {mode!r}")
-    if mode == "reproducible" and op == "prod" and code not in _INTEGER:
-        raise RuntimeError(f"fastreduce.{name}: Reproducible mode has no floating-point prod (it makes sums "
-                           "reproducible; integer ops, amin and amax are exact in every mode)")
-    return mode == "reproducible"
+def _mode_code(name, mode):
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"fastreduce.{name}: mode must be 'fast', 'reproducible' or 'exact', got {mode!r}")
+    return _MODES[mode]
+
+
+def _check_mode(name, mode, op=None, code=None, want=None):
+    """The mode's code for _core; RuntimeError where the mode has no form of the call. want: the
+    result's type code (mode="exact" rounds the exact sum once, into float32 or float64)."""
+    m = _mode_code(name, mode)
+    if m != 0 and op == "prod" and code not in _INTEGER:
+        raise RuntimeError(f"fastreduce.{name}: {mode} mode has no floating-point prod (it makes sums "
+                           f"{mode}; integer ops, amin and amax are exact in every mode)")
+    if m == 2 and op == "sum" and code in _FLOATS and want not in (_F32, _F64):
+        raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact sum once, into float32 or float64: pass "
+                           f"dtype=float32 (or float64) for {_dtype_name(code)} input (a second rounding into the input's "
+                           "type would not be exact)")
+    return m
 
 
 # Plans of torch calls read in place, by (op, dtype, shape, strides, dim, keepdim, mode): a repeated
@@ -286,11 +297,11 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
         key = (op, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim, mode)
         plan = _plans.get(key)
         if plan is not None:
-            code, op_code, reproducible, folded, out_shape, acc, want = plan
+            code, op_code, mode_code, folded, out_shape, acc, want = plan
             device = x.get_device()
             result = x.new_empty(out_shape, dtype=acc)
             stream = _torch_stream(torch, device)
-            args = (code, op_code, reproducible, x.data_ptr(), *folded, result.data_ptr(), stream, device)
+            args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), stream, device)
             need = _core.reduce(*args)
             if need:
                 _captured(_core.reduce, args, need, _torch_temp(torch, x))
@@ -298,23 +309,23 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     else:
         key = None
     x, code, by_code, want = _torch_input(torch, name, x, dtype)
-    reproducible = _check_mode(name, mode, op, code)
     if op in ("sum", "prod") and code in (_I32, _U32):
         x = x.to(torch.int64)  # torch sums these into int64 without wrapping
         code = _I64
     if want is None:
         want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
+    mode_code = _check_mode(name, mode, op, code, _torch_tables(torch)[0].get(want))
     dims = _dims(dim, x.dim(), name)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     stream = _torch_stream(torch, device)
     alloc, copy_contiguous, keep = _torch_callbacks(torch, by_code, x, code, device)
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
-    result = _reduce_view(name, op, v, dims, keepdim, reproducible, stream, alloc, copy_contiguous, record,
+    result = _reduce_view(name, op, v, dims, keepdim, mode_code, stream, alloc, copy_contiguous, record,
                           _torch_temp(torch, x))
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
         folded, out_shape, acc = record[0]
-        _plan_put(_plans, key, (code, _OPS[op], reproducible, folded, out_shape, by_code[acc],
+        _plan_put(_plans, key, (code, _OPS[op], mode_code, folded, out_shape, by_code[acc],
                                 None if by_code[acc] == want else want))
     if result.dtype != want:
         result = result.to(want)
@@ -368,7 +379,8 @@ def _cupy_callbacks(cupy, name, x, device):
 
 
 def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
-    reproducible = _check_mode(name, mode, op, _NAME_CODES.get(str(cupy.dtype(dtype if dtype is not None else x.dtype))))
+    wanted = _NAME_CODES.get(str(cupy.dtype(dtype if dtype is not None else x.dtype)))
+    mode_code = _check_mode(name, mode, op, wanted, wanted)
     if dtype is not None and cupy.dtype(dtype) != x.dtype:
         narrow = x.dtype == cupy.float16 and cupy.dtype(dtype) == cupy.float32
         if not narrow:
@@ -384,7 +396,7 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
         stream = s.ptr
         alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
 
-        result = _reduce_view(name, op, _View(ptr, code, shape, strides, device), dims, keepdim, reproducible, stream,
+        result = _reduce_view(name, op, _View(ptr, code, shape, strides, device), dims, keepdim, mode_code, stream,
                               alloc, copy_contiguous, None, _cupy_temp(cupy))
         if _cupy_capturing(s):  # every array the graph reads or writes outlives it (see _cupy_captured)
             _cupy_captured.append((x, keep, result))
@@ -552,7 +564,9 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     inputs sum into int64; float16 and bfloat16 accumulate in float32 and return their own type
     unless dtype asks for another. mode="reproducible": floating-point sums are compensated and
     their bits are the same on every GPU and for every batch (each output equals the sum of its
-    own elements alone). The work is enqueued on the framework's current stream; nothing waits.
+    own elements alone). mode="exact": the exact sum rounded once into float32 or float64 (pass
+    dtype=float32 for float16 and bfloat16 inputs), a function of the data alone. The work is
+    enqueued on the framework's current stream; nothing waits.
     """
     return _reduce("sum", "sum", x, dim, keepdim, dtype, out, mode)
 
@@ -698,13 +712,12 @@ def _family_check(name, op, code, mode, converted):
             raise RuntimeError(f"fastreduce.{name}: could not infer output dtype. Input dtype must be a floating "
                                f"point dtype, got {_dtype_name(code)} (pass dtype=, as torch asks)")
         raise TypeError(f"fastreduce.{name}: unsupported dtype {_dtype_name(code)}")
-    if mode not in _MODES:
-        raise ValueError(f"fastreduce.{name}: mode must be 'fast' or 'reproducible', got {mode!r}")
-    if mode == "reproducible" and op not in _EXACT:
-        raise RuntimeError(f"fastreduce.{name}: Mode::Reproducible has no form of this op (its result depends on the "
-                           "order of its floating-point operations); reproducible: sum, amin, amax, min, max, "
+    m = _mode_code(name, mode)
+    if m != 0 and op not in _EXACT:
+        raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on the "
+                           f"order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
                            "argmax, argmin, norm(p=inf)")
-    return mode == "reproducible"
+    return m
 
 
 def _family_dims(name, op, dim, ndim):
@@ -716,7 +729,7 @@ def _family_dims(name, op, dim, ndim):
     return _dims(dim, ndim, name)
 
 
-def _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, alloc, copy_contiguous,
+def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, alloc, copy_contiguous,
                  temp_alloc, values=False, record=None, flat=False):
     """Reduces view v (and the second input at ptr2, with v's shape and strides) over dims.
     Returns the engine's result, or (values, indices) of the arg-extremes (values None unless
@@ -746,7 +759,7 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, 
             folded = (outputs, length, 1, length, 1, 1)
         elif record is not None:
             record.append((folded, out_shape))
-        args = (v.code, _FAMILY[op], param, reproducible, v.ptr, ptr2, *folded, out, out2, stream, v.device)
+        args = (v.code, _FAMILY[op], param, mode_code, v.ptr, ptr2, *folded, out, out2, stream, v.device)
         need = _core.reduce_family(*args)
         if need:
             _captured(_core.reduce_family, args, need, temp_alloc)
@@ -830,7 +843,7 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
                mode)
         plan = _fplans.get(key)
         if plan is not None:
-            code, op_code, reproducible, folded, out_shape, acc, want = plan
+            code, op_code, mode_code, folded, out_shape, acc, want = plan
             device = x.get_device()
             stream = _torch_stream(torch, device)
             if op_code < 18:  # arg-extremes
@@ -840,7 +853,7 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
             else:
                 result = x.new_empty(out_shape, dtype=acc)
                 out, out2 = result.data_ptr(), 0
-            args = (code, op_code, param, reproducible, x.data_ptr(), 0, *folded, out, out2, stream, device)
+            args = (code, op_code, param, mode_code, x.data_ptr(), 0, *folded, out, out2, stream, device)
             need = _core.reduce_family(*args)
             if need:
                 _captured(_core.reduce_family, args, need, _torch_temp(torch, x))
@@ -851,7 +864,7 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
     else:
         key = None
     x, code, by_code, want = _torch_input(torch, name, x, dtype)
-    reproducible = _family_check(name, op, code, mode, dtype is not None)
+    mode_code = _family_check(name, op, code, mode, dtype is not None)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     ptr2 = 0
     if y is not None:
@@ -870,16 +883,16 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
     alloc, copy_contiguous, keep = _torch_callbacks(torch, by_code, x, code, device)
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
-    r = _family_view(name, op, v, ptr2, dims, keepdim, param, reproducible, stream, alloc, copy_contiguous,
+    r = _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, alloc, copy_contiguous,
                      _torch_temp(torch, x), values, record, dim is None)
     if op in _ARG:
         if key is not None and record:
-            _plan_put(_fplans, key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], None, None))
+            _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, record[0][0], record[0][1], None, None))
         if values:
             return (torch.return_types.max if op == "argmax" else torch.return_types.min)((r.values, r.indices))
         return r.indices
     if key is not None and record and key[3] == x.dtype:
-        _plan_put(_fplans, key, (code, _FAMILY[op], reproducible, record[0][0], record[0][1], r.dtype,
+        _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, record[0][0], record[0][1], r.dtype,
                                  None if r.dtype == want else want))
     return r if r.dtype == want else r.to(want)
 
@@ -897,7 +910,7 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
             x = x.astype(dt)
         code = _NAME_CODES[str(x.dtype)]
         want = dt
-    reproducible = _family_check(name, op, code, mode, dtype is not None)
+    mode_code = _family_check(name, op, code, mode, dtype is not None)
     code, shape, strides, ptr = _cai_view(name, x)
     device = x.device.id
     ptr2 = 0
@@ -918,7 +931,7 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
         alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
 
         # Under capture the storage comes from CuPy's pool and is kept (_cupy_captured).
-        r = _family_view(name, op, _View(ptr, code, shape, strides, device), ptr2, dims, keepdim, param, reproducible,
+        r = _family_view(name, op, _View(ptr, code, shape, strides, device), ptr2, dims, keepdim, param, mode_code,
                          stream, alloc, copy_contiguous, _cupy_temp(cupy), values, None, dim is None)
         if _cupy_capturing(s):  # every array the graph reads or writes outlives it (see _cupy_captured)
             _cupy_captured.append((x, y, keep, r))

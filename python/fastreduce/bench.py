@@ -137,7 +137,7 @@ def main(argv=None):
                     folded = _api._fold(tuple(x.shape), tuple(x.stride()),
                                         set(range(x.dim())) if dim is None else {x.dim() - 1})
                     stream = _api._torch_stream(torch, device)
-                    methods["engine"] = lambda: _core.reduce(_api._F32, _api._OPS["sum"], False, x.data_ptr(), *folded,
+                    methods["engine"] = lambda: _core.reduce(_api._F32, _api._OPS["sum"], 0, x.data_ptr(), *folded,
                                                              out.data_ptr(), stream, device)
                     if cupy is not None:
                         cx = cupy.asarray(x)

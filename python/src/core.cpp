@@ -138,6 +138,16 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
   return 0;
 }
 
+// Python's mode codes (fastreduce/_api.py's _MODES) as the engine's Mode.
+fr::Mode mode_of(int mode) {
+  switch (mode) {
+    case 0: return fr::Mode::Fast;
+    case 1: return fr::Mode::Reproducible;
+    case 2: return fr::Mode::Exact;
+    default: throw std::invalid_argument("fastreduce: unknown mode code");
+  }
+}
+
 // Makes `device` current for the call's lifetime.
 struct OnDevice {
   int previous = -1;
@@ -177,13 +187,13 @@ std::size_t run_op(int op, const fr::Axis& axis, std::uintptr_t in, std::uintptr
 // out[o * inner + i] = op over k < length of in[o * outer_stride + k * length_stride + i * inner_stride],
 // on `device`, enqueued on `stream` (a cudaStream_t as an integer). Strides in elements. The built-in
 // ops (sum, prod, min, max); temporary storage as the header says.
-std::size_t reduce(int code, int op, bool reproducible, std::uintptr_t in, std::size_t outer, std::size_t length,
+std::size_t reduce(int code, int op, int mode, std::uintptr_t in, std::size_t outer, std::size_t length,
                    std::size_t inner, std::int64_t outer_stride, std::int64_t length_stride, std::int64_t inner_stride,
                    std::uintptr_t out, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
                    std::size_t temp_bytes) {
   OnDevice on(device);
   const fr::Axis axis{outer, length, inner, outer_stride, length_stride, inner_stride};
-  const fr::Options opt{.mode = reproducible ? fr::Mode::Reproducible : fr::Mode::Fast};
+  const fr::Options opt{.mode = mode_of(mode)};
   auto* stream = reinterpret_cast<cudaStream_t>(stream_handle);
   switch (code) {
     case Bool: return run_op<bool>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
@@ -212,7 +222,7 @@ std::size_t run_family(const FamilyCall& call, int device, std::uintptr_t temp, 
 }
 
 // The family ops (OpArgMax ... OpDot): out, out2 and the types as family.hpp's FamilyCall says.
-std::size_t reduce_family(int code, int op, int param, bool reproducible, std::uintptr_t in, std::uintptr_t in2,
+std::size_t reduce_family(int code, int op, int param, int mode, std::uintptr_t in, std::uintptr_t in2,
                           std::size_t outer, std::size_t length, std::size_t inner, std::int64_t outer_stride,
                           std::int64_t length_stride, std::int64_t inner_stride, std::uintptr_t out,
                           std::uintptr_t out2, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
@@ -223,7 +233,7 @@ std::size_t reduce_family(int code, int op, int param, bool reproducible, std::u
   const FamilyCall call{code,
                         op,
                         param,
-                        fr::Options{.mode = reproducible ? fr::Mode::Reproducible : fr::Mode::Fast},
+                        fr::Options{.mode = mode_of(mode)},
                         in,
                         in2,
                         fr::Axis{outer, length, inner, outer_stride, length_stride, inner_stride},
@@ -263,12 +273,12 @@ int device_count() {
 
 NB_MODULE(_core, m) {
   m.doc() = "fastreduce's engine on raw device pointers (use the functions of the fastreduce package)";
-  m.def("reduce", &reduce, nb::arg("code"), nb::arg("op"), nb::arg("reproducible"), nb::arg("ptr"), nb::arg("outer"),
+  m.def("reduce", &reduce, nb::arg("code"), nb::arg("op"), nb::arg("mode"), nb::arg("ptr"), nb::arg("outer"),
         nb::arg("length"), nb::arg("inner"), nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"),
         nb::arg("out"), nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
         "The built-in ops (0 sum, 1 prod, 2 min, 3 max); returns 0 once enqueued, or (capturing, no temp given) "
         "the temporary bytes to pass in a second call");
-  m.def("reduce_family", &reduce_family, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("reproducible"),
+  m.def("reduce_family", &reduce_family, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("mode"),
         nb::arg("ptr"), nb::arg("ptr2"), nb::arg("outer"), nb::arg("length"), nb::arg("inner"),
         nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"), nb::arg("out"), nb::arg("out2"),
         nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,

@@ -11,6 +11,9 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0)
 // Reproducible pieces: each warp adds 64 pieces of at most 2^32 per tile into a 64-bit limb, so at
 // most 2^24 tiles per piece keep every limb below 2^63.
 constexpr std::size_t kMaxPieceTiles = std::size_t(1) << 24;
+// Mode::Exact's columns: per tile a column's limb may take 32 lanes' two chains and a spill per
+// element (32 * 130 pieces, below 2^13): 2^18 tiles per piece stay below 2^63.
+constexpr std::size_t kMaxExactPieceTiles = std::size_t(1) << 18;
 
 std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {
   std::size_t capacity = std::max<std::size_t>(1, std::size_t(std::max(sms, 1)) * std::max(blocks_per_sm, 1));
@@ -143,7 +146,7 @@ bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool 
 }
 
 AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_size, std::size_t acc_size, int sms,
-                   int blocks_per_sm, unsigned max_blocks, unsigned repro_words) {
+                   int blocks_per_sm, unsigned max_blocks, unsigned repro_words, bool exact_lanes) {
   AxisPlan plan{};
   plan.path = path;
   const std::size_t outputs = layout.outputs();
@@ -227,7 +230,8 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       plan.group = layout.inner > 1 && layout.inner < 32 ? 2 * pow2_floor(layout.inner - 1) : 32u;
       plan.col_blocks = ceil_div(outputs, plan.group);
       const std::size_t chunks = pieces_for(plan.col_blocks, tiles, 1, resident);
-      cut_into_pieces(plan, tiles, std::max(chunks, ceil_div(tiles, kMaxPieceTiles)), 1, outputs * repro_words * 8);
+      const std::size_t max_tiles = exact_lanes ? kMaxExactPieceTiles : kMaxPieceTiles;
+      cut_into_pieces(plan, tiles, std::max(chunks, ceil_div(tiles, max_tiles)), 1, outputs * repro_words * 8);
       plan.items = plan.col_blocks * plan.chunks;
       plan.grid = grid_for(plan.items, 1, max_blocks);
       break;

@@ -262,7 +262,9 @@ TEST(ExactLanes, FloatLanesAndTheirSpillsLoseNothing) {
 
 namespace {
 
-// Patterns that meet the double path's lanes (element i goes to lane i % 32, chain (i / 32) % 2):
+// Patterns aimed at the lanes of the simulation below (element i of a tile goes to lane i % 32, chain
+// (i / 32) % 2; on the GPU lane l takes the vectors of two doubles l, l + 32, ..., chain c their
+// element c, a different mapping with the same arithmetic):
 std::vector<double> lane_pattern(int pattern, std::size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<double> v(n);

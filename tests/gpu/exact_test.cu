@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -133,10 +134,15 @@ TEST(Exact, PlacedValuesAreRoundedOnceWhereverTheySit) {
       {3e38, 3e38},                           // the sum overflows
       {0x1p100, -0x1p100, -0x1p-100},
       {inf, 1.0}, {-inf, 1.0}, {inf, -inf}, {NAN, 1.0}};
-  for (const auto& c : float_cases) {
-    check_placed_everywhere<float>(c);
-    check_placed_everywhere<__nv_bfloat16>(c);
-  }
+  for (const auto& c : float_cases) check_placed_everywhere<float>(c);
+  const std::vector<std::vector<double>> bfloat16_cases = {
+      {1.0, 0x1p-24},                // a tie in the float result: to even
+      {1.0, 0x1p-24, 0x1p-133},      // just above it, by bfloat16's smallest subnormal
+      {1.0, -1.0, 0x1p-133},         // a subnormal result
+      {3e38, 3e38, -3e38},
+      {3e38, 3e38},
+      {inf, -inf}};
+  for (const auto& c : bfloat16_cases) check_placed_everywhere<__nv_bfloat16>(c);
   const std::vector<std::vector<double>> double_cases = {
       {1.0, 0x1p-53},                        // a tie: to even
       {1.0, 0x1p-53, 0x1p-1074},             // just above it, by the smallest subnormal
@@ -175,6 +181,133 @@ TEST(Exact, EveryElementSpilledOverManyTilesStaysExact) {
   run(double{});
 }
 
+namespace {
+
+// Every output of an axis reduction against the reference of its own elements, gathered on the
+// host with the layout's strides (elements addressed from `origin`, an offset into `host`).
+template <class T>
+void check_axis(const std::vector<T>& host, std::size_t origin, const fr::Axis& axis, const char* what) {
+  const std::size_t outputs = axis.outer * axis.inner;
+  DeviceBuffer<T> in(host.size());
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  DeviceBuffer<Acc<T>> out(std::max<std::size_t>(outputs, 1));
+  out.poison();
+  std::size_t bytes = 0;
+  ASSERT_EQ((fr::reduce_axis_async<T, fr::Sum>(nullptr, bytes, in.get() + origin, out.get(), axis, fr::Sum{}, 0, kExact)),
+            cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  ASSERT_EQ((fr::reduce_axis_async<T, fr::Sum>(temp.get(), bytes, in.get() + origin, out.get(), axis, fr::Sum{}, 0, kExact)),
+            cudaSuccess);
+  std::vector<Acc<T>> got(outputs);
+  CUDA_OK(cudaMemcpy(got.data(), out.get(), outputs * sizeof(Acc<T>), cudaMemcpyDeviceToHost));
+  const std::int64_t os = axis.outer_stride == fr::Axis::kContiguous ? std::int64_t(axis.length * axis.inner) : axis.outer_stride;
+  const std::int64_t ls = axis.length_stride == fr::Axis::kContiguous ? std::int64_t(axis.inner) : axis.length_stride;
+  const std::int64_t is = axis.inner_stride == fr::Axis::kContiguous ? 1 : axis.inner_stride;
+  int failures = 0;
+  for (std::size_t o = 0; o < axis.outer; ++o) {
+    for (std::size_t i = 0; i < axis.inner; ++i) {
+      std::vector<T> elems(axis.length);
+      for (std::size_t k = 0; k < axis.length; ++k) {
+        elems[k] = host[origin + o * os + k * ls + i * is];
+      }
+      const Acc<T> expected = expected_sum(elems, 0, axis.length);
+      const Acc<T> value = got[o * axis.inner + i];
+      if (!same_result(value, expected) && ++failures <= 3) {
+        ADD_FAILURE() << what << ": output (" << o << ", " << i << ") of " << axis.outer << " x " << axis.length << " x "
+                      << axis.inner << std::hexfloat << ": got " << double(value) << ", exact rounded " << double(expected);
+      }
+    }
+  }
+}
+
+template <class T>
+void check_every_axis_layout() {
+  FASTREDUCE_REQUIRE_GPU();
+  const bool q = quick();
+  for (int kind : {0, 2, 3, 7, 8}) {  // uniform, wide range, cancellation, every exponent, NaN and infinities
+    const std::size_t n = q ? 1500000 : 3000000;
+    const std::vector<T> host = exact_data<T>(kind, n, test_seed());
+    const char* what = kExactDataSets[kind];
+    // Rows: short (one warp each), and long (a block each, in pieces).
+    for (std::size_t length : {std::size_t(1), std::size_t(3), std::size_t(33), std::size_t(4097), std::size_t(70001)}) {
+      check_axis(host, 0, fr::Axis{std::min<std::size_t>(n / length, 257), length, 1}, what);
+    }
+    check_axis(host, 1, fr::Axis{2, n / 2 - 1, 1}, what);  // two long rows, misaligned
+    // Columns: few and many, short and long (pieces), a column of one.
+    for (std::size_t inner : {std::size_t(2), std::size_t(3), std::size_t(32), std::size_t(100)}) {
+      for (std::size_t length : {std::size_t(5), std::size_t(4099)}) {
+        check_axis(host, 0, fr::Axis{3, length, inner}, what);
+      }
+    }
+    check_axis(host, 0, fr::Axis{1, n / 3, 3}, what);  // three long columns, interleaved
+    // Strided views: a transposed matrix, and negative strides (a flipped view).
+    check_axis(host, 0, fr::Axis{1, 300, 200, fr::Axis::kContiguous, 1, 300}, what);
+    check_axis(host, 299 * 200 + 199, fr::Axis{1, 300, 200, fr::Axis::kContiguous, -200, -1}, what);
+  }
+}
+
+}  // namespace
+
+TEST(Exact, FloatAlongEveryAxisLayout) { check_every_axis_layout<float>(); }
+TEST(Exact, DoubleAlongEveryAxisLayout) { check_every_axis_layout<double>(); }
+TEST(Exact, Bfloat16AlongEveryAxisLayout) { check_every_axis_layout<__nv_bfloat16>(); }
+
+// Segments (empty, overlapping, of every length up to a power law's tail) against the reference.
+TEST(Exact, SegmentsMatchTheReference) {
+  FASTREDUCE_REQUIRE_GPU();
+  auto run = [](auto type_tag) {
+    using T = decltype(type_tag);
+    const std::size_t n = quick() ? 200000 : 2000003;
+    const std::vector<T> host = exact_data<T>(7, n, test_seed());  // every exponent
+    std::mt19937_64 rng(test_seed());
+    std::vector<std::int64_t> begin, end;
+    for (std::size_t s = 0; s < 300; ++s) {
+      const std::size_t length = s % 17 == 0 ? 0 : static_cast<std::size_t>(std::pow(2.0, 20.0 * std::pow(double(rng() % 1000) / 1000.0, 3)));
+      const std::size_t b = rng() % (n - std::min(length, n - 1));
+      begin.push_back(static_cast<std::int64_t>(b));
+      end.push_back(static_cast<std::int64_t>(std::min(b + length, n)));
+    }
+    DeviceBuffer<T> in(n);
+    DeviceBuffer<std::int64_t> d_begin(begin.size()), d_end(end.size());
+    DeviceBuffer<Acc<T>> out(begin.size());
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_begin.get(), begin.data(), begin.size() * 8, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_end.get(), end.data(), end.size() * 8, cudaMemcpyHostToDevice));
+    out.poison();
+    std::size_t bytes = 0;
+    ASSERT_EQ((fr::reduce_segments_async<T, fr::Sum>(nullptr, bytes, in.get(), out.get(), begin.size(), d_begin.get(),
+                                                     d_end.get(), fr::Sum{}, 0, kExact)),
+              cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    ASSERT_EQ((fr::reduce_segments_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), begin.size(), d_begin.get(),
+                                                     d_end.get(), fr::Sum{}, 0, kExact)),
+              cudaSuccess);
+    std::vector<Acc<T>> got(begin.size());
+    CUDA_OK(cudaMemcpy(got.data(), out.get(), got.size() * sizeof(Acc<T>), cudaMemcpyDeviceToHost));
+    for (std::size_t s = 0; s < begin.size(); ++s) {
+      const Acc<T> expected = static_cast<Acc<T>>(
+          fr::reference::exact_rounded<Acc<T>>(host.data() + begin[s], static_cast<std::size_t>(end[s] - begin[s])));
+      EXPECT_TRUE(same_result(got[s], expected)) << "segment " << s << " [" << begin[s] << ", " << end[s] << ")"
+                                                  << std::hexfloat << ": got " << double(got[s]) << ", exact rounded "
+                                                  << double(expected);
+    }
+  };
+  run(float{});
+  run(double{});
+}
+
+// The axis reduction with one contiguous output is the 1-D reduction, in Mode::Exact too.
+TEST(Exact, OneContiguousOutputAlongAnAxis) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t(1) << 20) + 3;
+  const std::vector<float> host = exact_data<float>(2, n, test_seed());  // wide range
+  DeviceBuffer<float> in(n), out(1);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  out.poison();
+  fr::reduce_axis(in.get(), out.get(), fr::Axis{1, n, 1}, fr::Sum{}, kExact);
+  EXPECT_TRUE(same_bits(read_back(out.get()), expected_sum(host, 0, n)));
+}
+
 // More than 2^32 elements (16 GiB of floats): the counts and offsets of every stage hold.
 TEST(Exact, MoreThan2To32Elements) {
   FASTREDUCE_REQUIRE_GPU();
@@ -190,16 +323,16 @@ TEST(Exact, MoreThan2To32Elements) {
   const unsigned bits = 0x3F3F3F3Fu;
   std::memcpy(&value, &bits, sizeof value);
   fr::reference::ExactReference exact;
-  exact.add(double(value) * double(n >> 16) * 65536.0);  // 24 + 17 bits: exact
-  exact.add(double(value) * double(n & 0xFFFF));
+  exact.add(double(value) * double(n >> 16) * 65536.0);  // 24 + 16 bits: exact
+  exact.add(double(value) * double(n & 0xFFFF));             // 24 + 13 bits
   const float expected = static_cast<float>(exact.rounded<float>());
   EXPECT_TRUE(same_bits(exact_sum(in.get(), n), expected));
   EXPECT_TRUE(same_bits(exact_sum(in.get(), n, 7), expected));
 }
 
 // Ops whose result is exact in any order (integers, Min, Max) take their fast path in Mode::Exact
-// and give its result; ops and shapes Mode::Exact does not serve yet are refused before anything
-// is launched, with nothing written.
+// and give its result; ops Mode::Exact does not serve and sums beyond its limits are refused
+// before anything is launched, with nothing written.
 TEST(Exact, ExactOpsTakeTheFastPathAndTheRestIsRefused) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = 100003;
@@ -218,12 +351,12 @@ TEST(Exact, ExactOpsTakeTheFastPathAndTheRestIsRefused) {
   DeviceBuffer<char> temp(bytes);
   EXPECT_EQ((fr::reduce_async<float, fr::Prod>(temp.get(), bytes, in.get(), out.get(), n, fr::Prod{}, 0, kExact)),
             cudaErrorNotSupported);
-  EXPECT_EQ((fr::reduce_axis_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), fr::Axis{4, 1000, 1},
-                                                   fr::Sum{}, 0, kExact)),
-            cudaErrorNotSupported);
   const std::size_t huge = std::size_t(1) << 40;
   std::size_t query = 0;
   EXPECT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, query, in.get(), nullptr, huge, fr::Sum{}, 0, kExact)),
+            cudaErrorNotSupported);
+  EXPECT_EQ((fr::reduce_axis_async<float, fr::Sum>(nullptr, query, in.get(), nullptr, fr::Axis{2, huge, 1}, fr::Sum{}, 0,
+                                                   kExact)),
             cudaErrorNotSupported);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_TRUE(same_bits(read_back(out.get()), poisoned));

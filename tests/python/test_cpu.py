@@ -62,8 +62,25 @@ def test_fold_gives_up_on_interleaved_dims():
 
 
 def test_modes_are_checked():
-    with pytest.raises(ValueError, match="'fast' or 'reproducible'"):
-        _api._check_mode("sum", "exact")
+    C = _api
+    with pytest.raises(ValueError, match="'fast', 'reproducible' or 'exact'"):
+        C._check_mode("sum", "compensated")
+    with pytest.raises(ValueError, match="'fast', 'reproducible' or 'exact'"):
+        C._check_mode("sum", ["exact"])
+    assert C._check_mode("sum", "fast", "sum", C._F32, C._F32) == 0
+    assert C._check_mode("sum", "reproducible", "sum", C._F16, C._F16) == 1
+    assert C._check_mode("sum", "exact", "sum", C._F32, C._F32) == 2
+    assert C._check_mode("sum", "exact", "sum", C._BF16, C._F32) == 2  # dtype=float32: rounded once
+    assert C._check_mode("sum", "exact", "sum", C._I32, C._I64) == 2  # integers are exact already
+    assert C._check_mode("amax", "exact", "amax", C._F16, C._F16) == 2
+    with pytest.raises(RuntimeError, match="dtype=float32"):
+        C._check_mode("sum", "exact", "sum", C._F16, C._F16)  # a second rounding, into float16
+    with pytest.raises(RuntimeError, match="dtype=float32"):
+        C._check_mode("sum", "exact", "sum", C._BF16, C._BF16)
+    for mode in ("reproducible", "exact"):
+        with pytest.raises(RuntimeError, match="no floating-point prod"):
+            C._check_mode("prod", mode, "prod", C._F32, C._F32)
+        assert C._check_mode("prod", mode, "prod", C._I64, C._I64) == C._MODES[mode]
 
 
 def test_min_max_with_dim_check_their_input():
@@ -163,21 +180,24 @@ def test_norm_orders():
 
 def test_family_type_and_mode_rules():
     C = _api
-    assert C._family_check("mean", "mean", C._F32, "fast", False) is False
-    assert C._family_check("argmax", "argmax", C._BF16, "reproducible", False) is True
-    assert C._family_check("norm", "norminf", C._F16, "reproducible", False) is True
-    with pytest.raises(RuntimeError, match="Reproducible"):
+    assert C._family_check("mean", "mean", C._F32, "fast", False) == 0
+    assert C._family_check("argmax", "argmax", C._BF16, "reproducible", False) == 1
+    assert C._family_check("norm", "norminf", C._F16, "reproducible", False) == 1
+    assert C._family_check("argmax", "argmax", C._F32, "exact", False) == 2
+    with pytest.raises(RuntimeError, match="reproducible"):
         C._family_check("mean", "mean", C._F32, "reproducible", False)
-    with pytest.raises(RuntimeError, match="Reproducible"):
+    with pytest.raises(RuntimeError, match="reproducible"):
         C._family_check("dot", "dot", C._F64, "reproducible", False)
+    with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
+        C._family_check("var", "var", C._F64, "exact", False)
     with pytest.raises(RuntimeError, match="floating point"):
         C._family_check("mean", "mean", C._I64, "fast", False)  # torch: mean of integers needs dtype=
     with pytest.raises(TypeError, match="dtype"):
         C._family_check("argmax", "argmax", C._BOOL, "fast", False)
     with pytest.raises(TypeError, match="dtype"):
         C._family_check("argmax", "argmax", C._U64, "fast", False)
-    with pytest.raises(ValueError, match="'fast' or 'reproducible'"):
-        C._family_check("argmax", "argmax", C._F32, "exact", False)
+    with pytest.raises(ValueError, match="'fast', 'reproducible' or 'exact'"):
+        C._family_check("argmax", "argmax", C._F32, "Exact", False)
     for code in (C._I8, C._U8, C._I16, C._I32, C._I64, C._F16, C._BF16, C._F32, C._F64):
         C._family_check("argmin", "argmin", code, "fast", False)
     assert C._family_acc("mean", C._F16) == C._F32 and C._family_acc("std", C._F64) == C._F64
@@ -204,11 +224,11 @@ def test_op_codes_match_the_module():
 @pytest.mark.skipif(fr.is_available(), reason="a GPU is present (the GPU tier runs)")
 def test_no_device_is_a_clear_runtime_error():
     with pytest.raises(RuntimeError, match="fastreduce: "):
-        _core.reduce(11, 0, False, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
+        _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce_family(11, 18, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
-        _core.reduce(11, 0, False, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 4096)
+        _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 4096)
 
 
 def test_cpu_torch_tensor_is_a_type_error():

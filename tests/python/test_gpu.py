@@ -1,6 +1,7 @@
 """The GPU tier: fastreduce against torch (float64 references) over shapes, dims, dtypes, strided
 views, NaN, empty tensors, keepdim and out=, batch invariance, streams, CUDA graphs and
 torch.compile; CuPy and JAX inputs. Skipped, with the reason, without a GPU or torch."""
+import math
 import random
 
 import pytest
@@ -153,8 +154,8 @@ def test_errors():
     with pytest.raises(IndexError):
         fr.sum(torch.ones(3, 4, device=DEV), dim=2)
     with pytest.raises(ValueError):
-        fr.sum(torch.ones(3, device=DEV), mode="exact")
-    with pytest.raises(RuntimeError, match="Reproducible"):
+        fr.sum(torch.ones(3, device=DEV), mode="Exact")
+    with pytest.raises(RuntimeError, match="reproducible"):
         fr.prod(torch.ones(3, device=DEV), mode="reproducible")
 
 
@@ -530,11 +531,12 @@ def test_family_errors_and_dtypes():
     with pytest.raises(ValueError):
         fr.norm(x, 3)
     with pytest.raises(ValueError):
-        fr.mean(x, mode="exact")
-    for f in (lambda: fr.mean(x, mode="reproducible"), lambda: fr.var(x, mode="reproducible"),
-              lambda: fr.norm(x, 2, mode="reproducible"), lambda: fr.dot(x[0], x[1], mode="reproducible")):
-        with pytest.raises(RuntimeError, match="Reproducible"):
-            f()
+        fr.mean(x, mode="compensated")
+    for mode in ("reproducible", "exact"):
+        for f in (lambda: fr.mean(x, mode=mode), lambda: fr.var(x, mode=mode),
+                  lambda: fr.norm(x, 2, mode=mode), lambda: fr.dot(x[0], x[1], mode=mode)):
+            with pytest.raises(RuntimeError, match=mode):
+                f()
     with pytest.raises(ValueError, match="correction"):
         fr.var(x, correction=-1)
     i = torch.randint(0, 100, (10, 6), device=DEV)
@@ -625,3 +627,72 @@ def test_torch_compile_reduce_overhead():
         assert torch.allclose(v.double(), x.double().var(dim=0), rtol=1e-5)
         assert torch.equal(a, torch.argmin(x, dim=1))
         s, v, a = s.clone(), v.clone(), a.clone()  # cudagraph trees reuse outputs across replays
+
+
+def _exact_rounded(values, bits):
+    """The exact sum of float32/float64 values (a NumPy array), rounded once to nearest even into
+    float32 (bits 32) or float64: Python integers in units of 2^-1074, then exact comparisons."""
+    import math
+    from fractions import Fraction
+
+    import numpy as np
+    total = 0
+    for v in values.astype(np.float64).tolist():
+        n, d = v.as_integer_ratio()
+        total += n * ((1 << 1074) // d)
+    exact = Fraction(total, 1 << 1074)
+    if bits == 64:
+        return math.fsum(values.astype(np.float64).tolist())
+    if exact == 0:
+        return 0.0
+    f = np.float32(float(exact))
+    neighbours = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+    return float(min(neighbours, key=lambda c: (abs(Fraction(float(c)) - exact), int(np.array(c).view(np.int32)) & 1)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_exact_sum_is_correctly_rounded(dtype):
+    """mode="exact": the correctly rounded sum, bit for bit, on wide-range and cancelling data, at
+    aligned and misaligned addresses; float16/bfloat16 with dtype=float32 (rounded once)."""
+    import numpy as np
+    seed = random.randrange(1 << 30)
+    rng = np.random.default_rng(seed)
+    tdtype = getattr(torch, dtype)
+    for n in (0, 1, 33, 4097, 65537, (1 << 20) + 3):
+        wide = rng.choice([-1.0, 1.0], n + 1) * 10.0 ** rng.uniform(-4 if dtype == "float16" else -30,
+                                                                       4 if dtype == "float16" else 30, n + 1)
+        big = rng.uniform(1e3, 2e3, n + 1)
+        cancel = np.where(np.arange(n + 1) % 2 == 0, big, -np.roll(big, 1)) + rng.uniform(0, 1e-3, n + 1)
+        for data in (wide, cancel):
+            x = torch.tensor(data, device=DEV).to(tdtype)
+            for offset in (0, 1):  # 16-byte aligned, and one element off
+                v = x[offset:offset + n]
+                values = v.float().cpu().numpy() if dtype in ("float16", "bfloat16") else v.cpu().numpy()
+                bits = 64 if dtype == "float64" else 32
+                want = _exact_rounded(values, bits)
+                kwargs = {"dtype": torch.float32} if dtype in ("float16", "bfloat16") else {}
+                got = fr.sum(v, mode="exact", **kwargs)
+                assert got.dtype == (torch.float64 if bits == 64 else torch.float32)
+                assert got.item() == want, (dtype, n, offset, got.item(), want, "seed", seed)
+
+
+def test_exact_mode_rules():
+    x = torch.randn(64, 33, device=DEV)
+    assert torch.equal(fr.amax(x, mode="exact"), fr.amax(x))
+    assert torch.equal(fr.argmax(x, dim=1, mode="exact"), fr.argmax(x, dim=1))
+    i = torch.randint(-100, 100, (1000,), device=DEV, dtype=torch.int32)
+    assert fr.sum(i, mode="exact").item() == int(i.sum().item())
+    with pytest.raises(RuntimeError, match="dtype=float32"):
+        fr.sum(x.half(), mode="exact")
+    # Along a dim, strided and transposed too: every output the exact sum of its own elements.
+    seed = random.randrange(1 << 30)
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    w = (torch.rand(300, 129, generator=g, device=DEV, dtype=torch.float64) - 0.5) * 10.0 ** torch.randint(
+        -20, 20, (300, 129), generator=g, device=DEV)
+    for v, d in ((w, 1), (w, 0), (w.t(), 1), (w[::2, 1:], 0)):
+        got = fr.sum(v, dim=d, mode="exact")
+        rows = v.transpose(0, 1) if d == 0 else v
+        want = torch.tensor([math.fsum(r) for r in rows.cpu().tolist()], dtype=torch.float64)
+        assert torch.equal(got.cpu(), want), ("seed", seed, d)
+    with pytest.raises(RuntimeError, match="prod"):
+        fr.prod(x, mode="exact")

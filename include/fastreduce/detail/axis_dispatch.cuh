@@ -45,12 +45,13 @@ struct AxisKernels {
   static constexpr auto combine_columns = combine_column_pieces_kernel<R>;
 };
 
-template <class T>
+// Exact: with Mode::Exact's lanes.
+template <class T, bool Exact = false>
 struct ReproAxisKernels {
   using A = acc_t<T, Sum>;
-  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>>;
-  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>>;
-  static constexpr auto columns = repro_columns_kernel<T>;
+  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>, Exact>;
+  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>, Exact>;
+  static constexpr auto columns = repro_columns_kernel<T, Exact>;
   static constexpr auto finish = repro_pieces_finish_kernel<A>;
 };
 
@@ -76,6 +77,7 @@ struct AxisLaunch {
   AxisPlan plan;
   bool dependent = false;
   bool vectors = true;  // the kernels with a vector of V > 1 elements (two inputs: equally aligned)
+  bool exact = false;   // the reproducible paths with Mode::Exact's lanes
 };
 
 template <class R>
@@ -88,12 +90,14 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   bool repro_sum = false;
   if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
   if (repro_sum && out.layout.length >= kReproMaxElements) {
-    return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements per output");
+    return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements per output"
+                                                               : "Mode::Reproducible sums at most 2^40 elements per output");
   }
   const int sms = multiprocessors(device);
   out.vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   // RowsTile stages two inputs only when they are equally aligned (with the same offsets into the tile).
   AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors);
+  out.exact = repro_sum && opt.mode == Mode::Exact;
   if constexpr (!R::commutative) {
     static_assert(!two_inputs_v<R>, "a reduction of two inputs needs a commutative op");
     KernelFacts main{};
@@ -156,11 +160,15 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
       case AxisPath::ReproRows:
       case AxisPath::ReproColumns:
         if constexpr (is_reproducible_sum_v<R>) {
-          using RK = ReproAxisKernels<T>;
           repro_words = primitives::kExactRowWords<typename R::Acc>;
-          if (path == AxisPath::ReproColumns) status = kernel_facts<RK::columns, kReproThreads>(device, main);
-          else status = kernel_facts<RK::rows_block, kReproThreads>(device, main);
-          if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
+          auto facts = [&]<bool Exact>() {
+            using RK = ReproAxisKernels<T, Exact>;
+            status = path == AxisPath::ReproColumns ? kernel_facts<RK::columns, kReproThreads>(device, main)
+                                                    : kernel_facts<RK::rows_block, kReproThreads>(device, main);
+            if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
+          };
+          if (out.exact) facts.template operator()<true>();
+          else facts.template operator()<false>();
           has_second = true;
         }
         break;
@@ -168,7 +176,8 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
     if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (axis)");
     // A tile holds rows of every input (two inputs: half a tile's bytes each).
     const std::size_t elem_size = path == AxisPath::RowsTile ? kAxisPolicy.tile_bytes / kTileElems<R> : sizeof(T);
-    out.plan = plan_axis(path, out.layout, elem_size, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks, repro_words);
+    out.plan = plan_axis(path, out.layout, elem_size, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks, repro_words,
+                         out.exact);
     out.dependent = has_second && compute_major(device) >= 9 && second.ptx_version >= 90;
     return cudaSuccess;
   });
@@ -178,11 +187,11 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
 // The reproducible sum of every output into `pieces` (a row of exact limbs per output and piece,
 // summed and rounded by repro_pieces_finish_kernel), or, without pieces, each output rounded in
 // place (`out`).
-template <class T>
+template <class T, bool Exact = false>
 cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d_in, unsigned long long* pieces,
                               acc_t<T, Sum>* out, cudaStream_t stream) {
   using A = acc_t<T, Sum>;
-  using RK = ReproAxisKernels<T>;
+  using RK = ReproAxisKernels<T, Exact>;
   if (P.path == AxisPath::ReproRows) {
     const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
     const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out};
@@ -211,7 +220,8 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
   if (Q.path == AxisPath::ReproRows || Q.path == AxisPath::ReproColumns) {
     if constexpr (is_reproducible_sum_v<R>) {
       auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
-      cudaError_t status = launch_repro_axis<typename R::Input>(L, Q, in.x, pieces, d_out, stream);
+      cudaError_t status = launch_plan.exact ? launch_repro_axis<typename R::Input, true>(L, Q, in.x, pieces, d_out, stream)
+                                             : launch_repro_axis<typename R::Input, false>(L, Q, in.x, pieces, d_out, stream);
       if (status == cudaSuccess && Q.combine) {
         const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
         status = launch(ReproAxisKernels<typename R::Input>::finish, grid, kReproThreads, 0, stream,
@@ -388,6 +398,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   bool repro_sum = false;
   if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  const bool exact = repro_sum && opt.mode == Mode::Exact;  // Mode::Exact's lanes
   const int sms = multiprocessors(device);
   SegmentPlan plan{};
   AxisPlan ordered{};
@@ -397,11 +408,10 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   const bool vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   if (repro_sum) {
     if constexpr (is_reproducible_sum_v<R>) {
-      if (cudaError_t e = kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>>, kReproThreads>(
-              device, main);
-          e != cudaSuccess) {
-        return fail(e, "no kernel image for this GPU (segments)");
-      }
+      const cudaError_t e =
+          exact ? kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, true>, kReproThreads>(device, main)
+                : kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, false>, kReproThreads>(device, main);
+      if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
     }
   } else if constexpr (!R::commutative) {
     const unsigned group = count <= 1024 ? kOrderedThreads : 32;
@@ -455,8 +465,12 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(
           count, opt.max_blocks > 0 ? opt.max_blocks : std::size_t(std::numeric_limits<int>::max())));
       const ReproRowsArgs<SegmentViews<T, Offset>, A> args{{in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, d_out};
-      return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>>, grid, kReproThreads, 0, stream,
-                    false, args);
+      if (exact) {
+        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, true>, grid, kReproThreads, 0,
+                      stream, false, args);
+      }
+      return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, false>, grid, kReproThreads, 0,
+                    stream, false, args);
     }
     return cudaErrorNotSupported;
   }

@@ -60,7 +60,8 @@ struct ReproRowsArgs {
 };
 
 // WarpsPerRow warps sum a row (or a piece of it) with the 1-D code: their tiles round the warps.
-template <unsigned WarpsPerRow, class T, class Rows>
+// Exact: Mode::Exact's lanes.
+template <unsigned WarpsPerRow, class T, class Rows, bool Exact = false>
 __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs<Rows, acc_t<T, Sum>> args) {
   using A = acc_t<T, Sum>;
   using primitives::ExactSum;
@@ -93,16 +94,11 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
       const bool aligned = reinterpret_cast<std::uintptr_t>(row.p) % 16 == 0;
       if constexpr (std::is_same_v<A, float>) {
         primitives::LaneExact lane_exact(lane_limbs[warp], lane);
-        sum_tiles(row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane, [&](FloatLane (&lanes)[2]) {
-          const LanePartial partial = lane_partial(lanes);
-          lane_exact.add(partial.sum, partial.error);
-        });
+        add_float_tiles<T, Exact>(lane_exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane);
         lane_exact.into(exact);
         exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
       } else {
-        sum_tiles(row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane, [&](DoubleLane (&lanes)[2]) {
-          exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
-        });
+        add_double_tiles<Exact>(exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane);
       }
     }
 #pragma unroll
@@ -186,7 +182,10 @@ __device__ __forceinline__ T column_element(const T* base, std::int64_t stride, 
   return k < n ? base[static_cast<std::int64_t>(k) * stride] : T(0.0f);
 }
 
-template <class T>
+// Exact: Mode::Exact's lanes. Their spills go into the output's limbs with the same atomics; a
+// double tile's lane pairs then meet in any order (the exact sum has no order), flushed into the
+// limbs where an addition would round.
+template <class T, bool Exact = false>
 __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColumnsArgs<T, acc_t<T, Sum>> args) {
   using A = acc_t<T, Sum>;
   using primitives::ExactSum;
@@ -197,7 +196,8 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
   constexpr bool kFloatValued = std::is_same_v<A, float>;
   __shared__ long long limbs[32][W + 1];  // per output of the block; padded against bank conflicts
   __shared__ unsigned specials[32];
-  __shared__ DoubleDouble staged[kFloatValued ? 1 : 32][32];  // double: [1-D lane][output]
+  // double: [1-D lane][output], a lane's partial (Exact: an exact pair, sum and error)
+  __shared__ DoubleDouble staged[kFloatValued ? 1 : 32][32];
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   const unsigned width = args.width;
@@ -223,7 +223,8 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
       for (std::size_t p = std::size_t(warp) * subs + sub; p < pairs; p += std::size_t(kWarps) * subs) {
         const std::size_t tile_base = (t0 + p / 32) * kReproTile;
         const unsigned l = static_cast<unsigned>(p % 32);
-        FloatLane lanes[2];
+        std::conditional_t<Exact, ExactFloatLane, FloatLane> lanes[2];
+        auto spill = [&](double x) { primitives::atomic_add_exact<A>(limbs[u], &specials[u], x); };  // valid only
         constexpr unsigned kBatchVecs = kLaneVecs < 8 ? kLaneVecs : 8;
 #pragma unroll 1
         for (unsigned j0 = 0; j0 < kLaneVecs; j0 += kBatchVecs) {
@@ -239,10 +240,19 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
 #pragma unroll
           for (unsigned j = 0; j < kBatchVecs; ++j) {
 #pragma unroll
-            for (unsigned c = 0; c < V; ++c) lanes[c % 2].add(primitives::to_acc<float>(x[j][c]));
+            for (unsigned c = 0; c < V; ++c) {
+              // (An invalid thread reads zeros, which never spill.)
+              if constexpr (Exact) lanes[c % 2].add(primitives::to_acc<float>(x[j][c]), spill);
+              else lanes[c % 2].add(primitives::to_acc<float>(x[j][c]));
+            }
           }
         }
-        if (valid) {
+        if constexpr (Exact) {
+          if (valid) {
+            spill(lanes[0].sum);
+            spill(lanes[1].sum);
+          }
+        } else if (valid) {
           const LanePartial partial = lane_partial(lanes);
           // As the 1-D sum's LaneExact::add: a non-finite sum only sets its flag.
           primitives::atomic_add_exact<A>(limbs[u], &specials[u], partial.sum);
@@ -256,26 +266,64 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
       // through the 1-D butterfly (at offset d, lane i combines i and i + d, lower lane first).
       for (std::size_t t = t0; t < t1; ++t) {
         for (unsigned l = warp * subs + sub; l < 32; l += kWarps * subs) {
-          DoubleLane lanes[2];
+          std::conditional_t<Exact, ExactDoubleLane, DoubleLane> lanes[2];
 #pragma unroll 4
           for (unsigned j = 0; j < kLaneVecs; ++j) {
 #pragma unroll
             for (unsigned c = 0; c < V; ++c) {
               const std::size_t k = t * kReproTile + (std::size_t(j) * 32 + l) * V + c;
-              lanes[c % 2].add(primitives::to_acc<double>(valid ? column_element(base, args.length_stride, k, args.length)
-                                                              : T(0.0f)));
+              const double x =
+                  primitives::to_acc<double>(valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f));
+              if constexpr (Exact) {
+                const double left = lanes[c % 2].add(x);
+                if (left != 0.0) primitives::atomic_add_exact<A>(limbs[u], &specials[u], left);  // (valid: 0 otherwise)
+              } else {
+                lanes[c % 2].add(x);
+              }
             }
           }
-          staged[l][u] = dd_add(lanes[0].total(), lanes[1].total());
+          if constexpr (Exact) {
+            primitives::ExactPair pair = exact_pair_add({lanes[0].sum, lanes[0].error, true},
+                                                        {lanes[1].sum, lanes[1].error, true});
+            if (!pair.ok) {  // the chains go into the limbs as they are
+              if (valid) {
+                for (const auto& chain : lanes) {
+                  primitives::atomic_add_exact<A>(limbs[u], &specials[u], chain.sum);
+                  primitives::atomic_add_exact<A>(limbs[u], &specials[u], chain.error);
+                }
+              }
+              pair = {0.0, 0.0, true};
+            }
+            staged[l][u] = {pair.sum, pair.error};
+          } else {
+            staged[l][u] = dd_add(lanes[0].total(), lanes[1].total());
+          }
         }
         __syncthreads();  // the tile's lane partials are staged
         if (warp == 0 && lane < width && valid) {
-          for (unsigned d = 16; d > 0; d /= 2) {
-            for (unsigned i = 0; i < d; ++i) staged[i][u] = dd_add(staged[i][u], staged[i + d][u]);
+          if constexpr (Exact) {
+            auto pair_of = [&](unsigned i) { return primitives::ExactPair{staged[i][u].hi, staged[i][u].lo, true}; };
+            primitives::ExactPair total = pair_of(0);
+            for (unsigned i = 1; i < 32; ++i) {
+              const primitives::ExactPair next = exact_pair_add(total, pair_of(i));
+              if (next.ok) {
+                total = next;
+              } else {  // what is summed so far is exact: into the limbs, and start again
+                primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.sum);
+                primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.error);
+                total = pair_of(i);
+              }
+            }
+            primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.sum);
+            primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.error);
+          } else {
+            for (unsigned d = 16; d > 0; d /= 2) {
+              for (unsigned i = 0; i < d; ++i) staged[i][u] = dd_add(staged[i][u], staged[i + d][u]);
+            }
+            const DoubleDouble total = staged[0][u];
+            primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.hi);
+            if (isfinite(total.hi)) primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.lo);
           }
-          const DoubleDouble total = staged[0][u];
-          primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.hi);
-          if (isfinite(total.hi)) primitives::atomic_add_exact<A>(limbs[u], &specials[u], total.lo);
         }
         __syncthreads();  // the staged partials are used before the next tile's are written
       }

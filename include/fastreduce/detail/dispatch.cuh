@@ -115,30 +115,24 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
 
 // What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
 // set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
-// order), or cudaErrorNotSupported. `exact_offered`: the caller has Mode::Exact's kernels for
-// floating-point sums (the 1-D reduction; not yet the axis and segmented ones).
+// order), or cudaErrorNotSupported.
 template <class R>
-cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool exact_offered = false) {
+cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message) {
   repro_sum = false;
   if (opt.mode == Mode::Fast) return cudaSuccess;
   if (opt.mode != Mode::Reproducible && opt.mode != Mode::Exact) {
     return planning_error(message, cudaErrorInvalidValue, "Options::mode is not a Mode");
   }
-  const bool exact = opt.mode == Mode::Exact;
   if constexpr (is_reproducible_sum_v<R>) {
-    if (exact && !exact_offered) {
-      return planning_error(message, cudaErrorNotSupported,
-                            "Mode::Exact: floating-point sums along an axis or over segments are not offered yet "
-                            "(1-D sums are; Mode::Reproducible serves every shape)");
-    }
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
-                          exact ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                  "(exact forms: Sum of floating-point types, and ops whose result is exact)"
-                                : "Mode::Reproducible: this op's result depends on the order of its floating-point "
-                                  "operations (reproducible forms: Sum of floating-point types, and ops whose result is "
-                                  "exact)");
+                          opt.mode == Mode::Exact
+                              ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
+                                "(exact forms: Sum of floating-point types, and ops whose result is exact)"
+                              : "Mode::Reproducible: this op's result depends on the order of its floating-point "
+                                "operations (reproducible forms: Sum of floating-point types, and ops whose result is "
+                                "exact)");
   }
   return cudaSuccess;
 }
@@ -160,7 +154,7 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   out.vectors = vectors >= 0 ? vectors == 1 && kVecOf<R> > 1 : vectors_fit<R>(in);
 
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
   if (repro_sum) {
     if constexpr (is_reproducible_sum_v<R>) {
       using A = typename R::Acc;

@@ -139,9 +139,11 @@ FASTREDUCE_HOST_DEVICE int leading_zeros64(std::uint64_t m) {
 }
 
 // The bits of m * 2^scale rounded to nearest even in format F, with `negative` giving the sign.
-// Bit 0 of m is sticky: set when the value has bits below it (so the value lies strictly between
-// m - 1 and m + 1 times 2^scale, never on a rounding boundary it does not show). m = 0 gives a
-// zero of the sign. Results beyond the format's range are infinities.
+// Bit 0 of m may be sticky: set when the value has bits below it (so the value lies strictly
+// between m - 1 and m + 1 times 2^scale, never on a rounding boundary it does not show). That is
+// valid only where at least two of m's bits fall below the result's last bit: m with its top bit
+// at 63 (round_exact's), or an m that is exact. m = 0 gives a zero of the sign. Results beyond
+// the format's range are infinities.
 template <BinaryFormat F>
 FASTREDUCE_HOST_DEVICE std::uint64_t round_scaled(std::uint64_t m, int scale, bool negative) {
   constexpr int p = F.precision;

@@ -195,7 +195,10 @@ struct LaneExact {
     add_split(limbs.errors, s);
     spilled = true;
   }
-  // The warp's limbs in ExactSum's layout (limb q on lane q). Three lanes add up each row
+  // The warp's limbs in ExactSum's layout (limb q on lane q). Each lane's limb gathers at most one
+  // piece below 2^32 per tile per row (after a tile that spilled, the lane's limbs are carried), and
+  // a warp sums at most kReproMaxElements / kReproTile / 8 tiles: the 64 words a limb adds here
+  // stay below 2^63 (detail/repro_path.cuh checks the bound at compile time). Three lanes add up each row
   // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
   // k: consecutive lanes, consecutive columns, no bank conflict), then lane q takes the three
   // partial sums.

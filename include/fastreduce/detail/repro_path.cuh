@@ -228,6 +228,11 @@ __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_
 template <class A>
 using ReproShared = primitives::ExactShared<A, kReproThreads / 32>;
 
+// LaneExact::into adds, per limb, 32 lanes' sums and errors rows, each at most one 32-bit piece
+// per tile a warp sums (a grid of one block: kReproMaxElements / kReproTile / warps tiles).
+static_assert(double(kReproMaxElements / kReproTile / (kReproThreads / 32)) * 64 * 4294967295.0 < 9223372036854775808.0,
+              "the lane limbs of float-valued sums could overflow: lower kReproMaxElements");
+
 // Mode::Exact, doubles: the warp adds each lane's leftovers (`pending`, 0 where none) into its
 // exact accumulator, one lane after the other. Called by every lane; returns whether any lane
 // had one.
@@ -275,6 +280,47 @@ __device__ __forceinline__ bool add_exact_double_tile(primitives::ExactSum<doubl
   return true;
 }
 
+// A warp's tiles (first, first + step, ... below `tiles`) of a float-valued sum, added exactly to
+// its lanes' limbs: the reproducible lanes' partials, or (Exact) Mode::Exact's chains and spills.
+template <class T, bool Exact>
+__device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exact, const T* in, std::size_t n,
+                                                std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
+                                                unsigned lane) {
+  if constexpr (Exact) {
+    auto spill = [&](double x) { lane_exact.spill(x); };
+    sum_tiles_with<ExactFloatLane>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactFloatLane (&lanes)[2]) {
+      lane_exact.add_chains(lanes[0].sum, lanes[1].sum);
+    });
+  } else {
+    sum_tiles(in, n, tiles, first, step, aligned, lane, [&](FloatLane (&lanes)[2]) {
+      const LanePartial partial = lane_partial(lanes);
+      lane_exact.add(partial.sum, partial.error);
+    });
+  }
+}
+
+// The same for double sums, into the warp's accumulator.
+template <bool Exact>
+__device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& exact, const double* in, std::size_t n,
+                                                 std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
+                                                 unsigned lane) {
+  if constexpr (Exact) {
+    bool spilled = false;  // since the last carry
+    auto spill = [&](const double (&pending)[2]) { spilled = spill_warp(exact, pending, lane) || spilled; };
+    sum_tiles_with<ExactDoubleLane>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
+      spilled = add_exact_double_tile(exact, lanes, lane) || spilled;
+      // A tile spills at most one piece per limb per element (and 128 per lane when its chains go
+      // in one by one): carried after such a tile, no limb comes near 2^63.
+      if (spilled) exact.carry(lane);
+      spilled = false;
+    });
+  } else {
+    sum_tiles(in, n, tiles, first, step, aligned, lane, [&](DoubleLane (&lanes)[2]) {
+      exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
+    });
+  }
+}
+
 // A run of whole tiles (and at most one partial tile, the last) that one grid sums: tile t is
 // in[t * kReproTile, ...), elements at or past n read as +0.0. `aligned`: in is 16-byte aligned.
 template <class T>
@@ -304,42 +350,14 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     primitives::LaneExact lane_exact(lane_limbs[warp], lane);
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      if constexpr (Exact) {
-        auto spill = [&](double x) { lane_exact.spill(x); };
-        sum_tiles_with<ExactFloatLane>(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
-                                       spill, [&](ExactFloatLane (&lanes)[2]) {
-                                         lane_exact.add_chains(lanes[0].sum, lanes[1].sum);
-                                       });
-      } else {
-        sum_tiles(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane, [&](FloatLane (&lanes)[2]) {
-          const LanePartial partial = lane_partial(lanes);
-          lane_exact.add(partial.sum, partial.error);
-        });
-      }
+      add_float_tiles<T, Exact>(lane_exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane);
     }
     lane_exact.into(exact);
     exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
-  } else if constexpr (Exact) {
-    bool spilled = false;  // since the last carry
-    auto spill = [&](const double (&pending)[2]) { spilled = spill_warp(exact, pending, lane) || spilled; };
-#pragma unroll
-    for (std::size_t s = 0; s < Spans; ++s) {
-      sum_tiles_with<ExactDoubleLane>(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
-                                      spill, [&](ExactDoubleLane (&lanes)[2]) {
-                                        spilled = add_exact_double_tile(exact, lanes, lane) || spilled;
-                                        // A tile spills at most one piece per limb per element (and
-                                        // 128 per lane when its chains go in one by one): carried
-                                        // after such a tile, no limb comes near 2^63.
-                                        if (spilled) exact.carry(lane);
-                                        spilled = false;
-                                      });
-    }
   } else {
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      sum_tiles(spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane, [&](DoubleLane (&lanes)[2]) {
-        exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
-      });
+      add_double_tiles<Exact>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane);
     }
   }
   unsigned long long* row = rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;
