@@ -295,7 +295,10 @@ def _torch_callbacks(torch, by_code, x, code, device):
 def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     if dtype is None and out is None and x.is_cuda and type(dim) is not bool:
         key = (op, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim, mode)
-        plan = _plans.get(key)
+        try:
+            plan = _plans.get(key)
+        except TypeError:  # an unhashable dim or mode: the checks below say which
+            key, plan = None, None
         if plan is not None:
             code, op_code, mode_code, folded, out_shape, acc, want = plan
             device = x.get_device()
@@ -309,12 +312,12 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     else:
         key = None
     x, code, by_code, want = _torch_input(torch, name, x, dtype)
+    if want is None:  # (int32 and uint32 sums: int64, as after the widening below)
+        want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
+    mode_code = _check_mode(name, mode, op, code, _torch_tables(torch)[0].get(want))
     if op in ("sum", "prod") and code in (_I32, _U32):
         x = x.to(torch.int64)  # torch sums these into int64 without wrapping
         code = _I64
-    if want is None:
-        want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
-    mode_code = _check_mode(name, mode, op, code, _torch_tables(torch)[0].get(want))
     dims = _dims(dim, x.dim(), name)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     stream = _torch_stream(torch, device)

@@ -191,9 +191,9 @@ std::size_t reduce(int code, int op, int mode, std::uintptr_t in, std::size_t ou
                    std::size_t inner, std::int64_t outer_stride, std::int64_t length_stride, std::int64_t inner_stride,
                    std::uintptr_t out, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
                    std::size_t temp_bytes) {
+  const fr::Options opt{.mode = mode_of(mode)};
   OnDevice on(device);
   const fr::Axis axis{outer, length, inner, outer_stride, length_stride, inner_stride};
-  const fr::Options opt{.mode = mode_of(mode)};
   auto* stream = reinterpret_cast<cudaStream_t>(stream_handle);
   switch (code) {
     case Bool: return run_op<bool>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
@@ -229,11 +229,12 @@ std::size_t reduce_family(int code, int op, int param, int mode, std::uintptr_t 
                           std::size_t temp_bytes) {
   if (op < OpArgMax || op > OpDot) throw std::invalid_argument("fastreduce: unknown op code");
   const bool arg = op == OpArgMax || op == OpArgMin;
+  const fr::Options opt{.mode = mode_of(mode)};
   OnDevice on(device);
   const FamilyCall call{code,
                         op,
                         param,
-                        fr::Options{.mode = mode_of(mode)},
+                        opt,
                         in,
                         in2,
                         fr::Axis{outer, length, inner, outer_stride, length_stride, inner_stride},

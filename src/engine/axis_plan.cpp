@@ -11,9 +11,11 @@ std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0)
 // Reproducible pieces: each warp adds 64 pieces of at most 2^32 per tile into a 64-bit limb, so at
 // most 2^24 tiles per piece keep every limb below 2^63.
 constexpr std::size_t kMaxPieceTiles = std::size_t(1) << 24;
-// Mode::Exact's columns: per tile a column's limb may take 32 lanes' two chains and a spill per
-// element (32 * 130 pieces, below 2^13): 2^18 tiles per piece stay below 2^63.
+// Mode::Exact's columns: per tile a column's limb may take a piece from every element's spill
+// (32 * 128), from two failed chain joins per lane (32 * 4) and from the lane pairs' flushes (64):
+// 4288 pieces of at most 2^32 - 1. 2^18 tiles per piece keep every limb below 2^63.
 constexpr std::size_t kMaxExactPieceTiles = std::size_t(1) << 18;
+static_assert(4288.0 * 4294967295.0 * double(kMaxExactPieceTiles) < 9223372036854775808.0);
 
 std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {
   std::size_t capacity = std::max<std::size_t>(1, std::size_t(std::max(sms, 1)) * std::max(blocks_per_sm, 1));

@@ -108,6 +108,20 @@ TEST(AxisPlan, ReproduciblePiecesKeepLimbsInRange) {
   EXPECT_EQ(warp.chunks, 1u);
 }
 
+TEST(AxisPlan, ExactColumnPiecesAreShorter) {
+  // Mode::Exact's lanes may spill a piece per element into a column's limbs: pieces of at most
+  // 2^18 tiles (reproducible lanes: 2^24). 64 columns of 2^34 elements: 2^22 tiles each.
+  const auto layout = resolved({.length = std::size_t(1) << 34, .inner = 64});
+  const auto exact = eng::plan_axis(eng::AxisPath::ReproColumns, layout, 4, 4, 1, 1, 0, 33, true);  // one SM: no pieces for occupancy
+  const auto repro = eng::plan_axis(eng::AxisPath::ReproColumns, layout, 4, 4, 1, 1, 0, 33, false);
+  EXPECT_LE(exact.chunk, std::size_t(1) << 18);
+  EXPECT_GT(repro.chunk, std::size_t(1) << 18);
+  EXPECT_LE(repro.chunk, std::size_t(1) << 24);
+  EXPECT_TRUE(exact.combine);
+  EXPECT_GE(std::size_t(exact.chunks) * exact.chunk, std::size_t(1) << 22);
+  EXPECT_EQ(exact.temp_bytes, 64u * exact.chunks * 33u * 8u);
+}
+
 TEST(AxisPlan, SegmentsTemporaryStorage) {
   const auto p = eng::plan_segments(1000, 4, 1234, 132, 8, 0);
   EXPECT_EQ(p.grid, 132u * 8u);

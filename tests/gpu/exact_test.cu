@@ -250,6 +250,7 @@ void check_every_axis_layout() {
 
 TEST(Exact, FloatAlongEveryAxisLayout) { check_every_axis_layout<float>(); }
 TEST(Exact, DoubleAlongEveryAxisLayout) { check_every_axis_layout<double>(); }
+TEST(Exact, HalfAlongEveryAxisLayout) { check_every_axis_layout<__half>(); }
 TEST(Exact, Bfloat16AlongEveryAxisLayout) { check_every_axis_layout<__nv_bfloat16>(); }
 
 // Segments (empty, overlapping, of every length up to a power law's tail) against the reference.
@@ -294,6 +295,8 @@ TEST(Exact, SegmentsMatchTheReference) {
   };
   run(float{});
   run(double{});
+  run(__half{});
+  run(__nv_bfloat16{});
 }
 
 // The axis reduction with one contiguous output is the 1-D reduction, in Mode::Exact too.

@@ -226,7 +226,7 @@ def test_no_device_is_a_clear_runtime_error():
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
-        _core.reduce_family(11, 18, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+        _core.reduce_family(11, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 4096)
 
@@ -237,11 +237,18 @@ def test_cpu_torch_tensor_is_a_type_error():
         fr.sum(torch.ones(3))
 
 
+def test_unknown_mode_codes_are_value_errors():
+    with pytest.raises(ValueError, match="mode code"):
+        _core.reduce(11, 0, 3, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
+    with pytest.raises(ValueError, match="mode code"):
+        _core.reduce_family(11, 18, 0, -1, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+
+
 def test_unknown_codes_are_value_errors():
     with pytest.raises((ValueError, RuntimeError)):
-        _core.reduce_family(11, 99, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+        _core.reduce_family(11, 99, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises((ValueError, RuntimeError)):
-        _core.reduce_family(0, 18, 0, False, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)  # bool has no mean
+        _core.reduce_family(0, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)  # bool has no mean
 
 
 def test_torch_library_registration_needs_no_torch_at_import():

@@ -636,13 +636,13 @@ def _exact_rounded(values, bits):
     from fractions import Fraction
 
     import numpy as np
+    if bits == 64:
+        return math.fsum(values.astype(np.float64).tolist())  # Shewchuk's partials: correctly rounded
     total = 0
     for v in values.astype(np.float64).tolist():
         n, d = v.as_integer_ratio()
         total += n * ((1 << 1074) // d)
     exact = Fraction(total, 1 << 1074)
-    if bits == 64:
-        return math.fsum(values.astype(np.float64).tolist())
     if exact == 0:
         return 0.0
     f = np.float32(float(exact))
@@ -694,5 +694,12 @@ def test_exact_mode_rules():
         rows = v.transpose(0, 1) if d == 0 else v
         want = torch.tensor([math.fsum(r) for r in rows.cpu().tolist()], dtype=torch.float64)
         assert torch.equal(got.cpu(), want), ("seed", seed, d)
+    # float32 and float16 columns longer than two tiles (8193 rows), rounded once into float32.
+    for dtype in (torch.float32, torch.float16):
+        v = (torch.rand(8193, 5, generator=g, device=DEV) - 0.5).to(dtype) * 100
+        got = fr.sum(v, dim=0, mode="exact", dtype=torch.float32)
+        cols = v.float().cpu().numpy().T
+        want = [_exact_rounded(c, 32) for c in cols]
+        assert got.dtype == torch.float32 and got.cpu().tolist() == want, ("seed", seed, dtype)
     with pytest.raises(RuntimeError, match="prod"):
         fr.prod(x, mode="exact")
