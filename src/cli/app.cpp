@@ -74,6 +74,10 @@ constexpr std::string_view kBenchNewOps[] = {"argmax", "var", "norm2", "dot"};  
 constexpr std::string_view kModes[] = {"fast", "reproducible", "exact"};
 }  // namespace
 
+Mode mode_named(std::string_view name) {
+  return name == "reproducible" ? Mode::Reproducible : name == "exact" ? Mode::Exact : Mode::Fast;
+}
+
 std::optional<std::string> validate(const LadderOptions& o) {
   if (!contains(ladder::kTypeNames, o.type)) {
     return "--type must be one of int32, uint32, int64, float, double (got '" + o.type + "')";

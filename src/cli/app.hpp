@@ -9,7 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "fastreduce/fastreduce.cuh"
+
 namespace fastreduce::cli {
+
+// The Mode a --modes name stands for ("fast", "reproducible", "exact"; validated before).
+Mode mode_named(std::string_view name);
 
 struct LadderOptions {
   std::size_t n = std::size_t(1) << 24;  // the seeds' default size (seed 002)

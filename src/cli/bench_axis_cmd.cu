@@ -196,7 +196,7 @@ bool bench_shape(const BenchAxisOptions& o, const bench::DeviceInfo& device, con
   const bool has_cub = kCubOp && shape.axis != "columns";
   std::size_t temp_bytes = 16;
   for (const auto& mode : o.modes) {
-    const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : mode == "exact" ? Mode::Exact : Mode::Fast};
+    const Options opt{.mode = mode_named(mode)};
     std::size_t b = 0;
     const cudaError_t e = axis_call<T>(nullptr, b, arena.get(), second(0), out.get(), shape.ax, offsets, shape.outputs, op, opt);
     if (e == cudaErrorNotSupported) continue;  // the op has no such mode (skipped below)
@@ -222,7 +222,7 @@ bool bench_shape(const BenchAxisOptions& o, const bench::DeviceInfo& device, con
   };
   bool ok = true;
   for (const auto& mode : o.modes) {
-    const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : mode == "exact" ? Mode::Exact : Mode::Fast};
+    const Options opt{.mode = mode_named(mode)};
     std::size_t probe = temp_bytes;
     if (axis_call<T>(nullptr, probe, arena.get(), second(0), out.get(), shape.ax, offsets, shape.outputs, op, opt) ==
         cudaErrorNotSupported) {

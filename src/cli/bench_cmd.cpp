@@ -58,9 +58,7 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   slices = std::min<std::size_t>(slices, 4096);
   while (slices > 1 && slices * stride * sizeof(T) > free_bytes / 3) --slices;
   std::vector<Options> mode_options;  // o.modes[m] as fastreduce options
-  for (const auto& mode : o.modes) {
-    mode_options.push_back({.mode = mode == "reproducible" ? Mode::Reproducible : mode == "exact" ? Mode::Exact : Mode::Fast});
-  }
+  for (const auto& mode : o.modes) mode_options.push_back({.mode = mode_named(mode)});
   const std::size_t temp_bytes = bench::shared_temp_bytes<T, Op>(n, mode_options);
   bench::DeviceArray<T> arena_memory(slices * stride);
   bench::DeviceArray<A> out_memory(2);

@@ -131,7 +131,7 @@ int run_bench_gpus(const BenchOptions& o, std::ostream& out, std::ostream& err) 
       }
       std::size_t bytes = 0;
       for (const auto& mode : o.modes) {
-        const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
+        const Options opt{.mode = mode_named(mode)};
         for (std::size_t n : o.sizes) {  // the storage depends on the size (and the address): the largest need
           std::size_t collective = 0, local = 0;
           if (nccl::reduce_async<float>(nullptr, collective, comms[g], k.data, n, nullptr, Sum{}, k.stream, opt) !=
@@ -156,7 +156,7 @@ int run_bench_gpus(const BenchOptions& o, std::ostream& out, std::ostream& err) 
     for (std::size_t n : o.sizes) {
       for (const auto& mode : o.modes) {
         err << format("\r[bench --gpus] %d GPU(s)  n=%zu per GPU  %s          ", gpus, n, mode.c_str()) << std::flush;
-        const Options opt{.mode = mode == "reproducible" ? Mode::Reproducible : Mode::Fast};
+        const Options opt{.mode = mode_named(mode)};
         GpusRow row{.gpus = gpus, .n = n, .mode = mode};
         bool failed = false;
         auto local = [&](int r) {

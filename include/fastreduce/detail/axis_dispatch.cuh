@@ -161,14 +161,12 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
       case AxisPath::ReproColumns:
         if constexpr (is_reproducible_sum_v<R>) {
           repro_words = primitives::kExactRowWords<typename R::Acc>;
-          auto facts = [&]<bool Exact>() {
+          with_exact_lanes(out.exact, [&]<bool Exact>() {
             using RK = ReproAxisKernels<T, Exact>;
             status = path == AxisPath::ReproColumns ? kernel_facts<RK::columns, kReproThreads>(device, main)
                                                     : kernel_facts<RK::rows_block, kReproThreads>(device, main);
             if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
-          };
-          if (out.exact) facts.template operator()<true>();
-          else facts.template operator()<false>();
+          });
           has_second = true;
         }
         break;
@@ -220,8 +218,9 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
   if (Q.path == AxisPath::ReproRows || Q.path == AxisPath::ReproColumns) {
     if constexpr (is_reproducible_sum_v<R>) {
       auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
-      cudaError_t status = launch_plan.exact ? launch_repro_axis<typename R::Input, true>(L, Q, in.x, pieces, d_out, stream)
-                                             : launch_repro_axis<typename R::Input, false>(L, Q, in.x, pieces, d_out, stream);
+      cudaError_t status = with_exact_lanes(launch_plan.exact, [&]<bool Exact>() {
+        return launch_repro_axis<typename R::Input, Exact>(L, Q, in.x, pieces, d_out, stream);
+      });
       if (status == cudaSuccess && Q.combine) {
         const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
         status = launch(ReproAxisKernels<typename R::Input>::finish, grid, kReproThreads, 0, stream,
@@ -408,9 +407,10 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   const bool vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   if (repro_sum) {
     if constexpr (is_reproducible_sum_v<R>) {
-      const cudaError_t e =
-          exact ? kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, true>, kReproThreads>(device, main)
-                : kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, false>, kReproThreads>(device, main);
+      const cudaError_t e = with_exact_lanes(exact, [&]<bool Exact>() {
+        return kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact>, kReproThreads>(device,
+                                                                                                                  main);
+      });
       if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
     }
   } else if constexpr (!R::commutative) {
@@ -465,12 +465,10 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(
           count, opt.max_blocks > 0 ? opt.max_blocks : std::size_t(std::numeric_limits<int>::max())));
       const ReproRowsArgs<SegmentViews<T, Offset>, A> args{{in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, d_out};
-      if (exact) {
-        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, true>, grid, kReproThreads, 0,
+      return with_exact_lanes(exact, [&]<bool Exact>() {
+        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact>, grid, kReproThreads, 0,
                       stream, false, args);
-      }
-      return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, false>, grid, kReproThreads, 0,
-                    stream, false, args);
+      });
     }
     return cudaErrorNotSupported;
   }

@@ -108,6 +108,13 @@ decltype(auto) with_vector_width(bool vectors, F&& f) {
   return f.template operator()<kVecOf<R>>();
 }
 
+// Calls f.template operator()<Exact>() with Mode::Exact's lanes (true) or reproducible mode's.
+template <class F>
+decltype(auto) with_exact_lanes(bool exact, F&& f) {
+  if (exact) return f.template operator()<true>();
+  return f.template operator()<false>();
+}
+
 inline cudaError_t planning_error(const char** message, cudaError_t e, const char* text) {
   if (message != nullptr) *message = text;
   return e;
@@ -164,8 +171,8 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
                                                      : "Mode::Reproducible sums at most 2^40 elements");
       }
       KernelFacts main{}, finish{};
-      const cudaError_t facts = out.exact ? kernel_facts<repro_sum_kernel<T, true>, kReproThreads>(device, main)
-                                          : kernel_facts<repro_sum_kernel<T, false>, kReproThreads>(device, main);
+      const cudaError_t facts = with_exact_lanes(
+          out.exact, [&]<bool Exact>() { return kernel_facts<repro_sum_kernel<T, Exact>, kReproThreads>(device, main); });
       if (facts != cudaSuccess) return fail(facts, "no kernel image for this GPU (reproducible sum)");
       if (cudaError_t e = kernel_facts<repro_finish_kernel<A>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible combine)");
@@ -257,8 +264,9 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
       using A = typename R::Acc;
       auto* rows = static_cast<unsigned long long*>(d_temp);
       ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows, d_out};
-      cudaError_t status = plan.exact ? launch(repro_sum_kernel<T, true>, r.grid, kReproThreads, 0, stream, false, args)
-                                      : launch(repro_sum_kernel<T, false>, r.grid, kReproThreads, 0, stream, false, args);
+      cudaError_t status = with_exact_lanes(plan.exact, [&]<bool Exact>() {
+        return launch(repro_sum_kernel<T, Exact>, r.grid, kReproThreads, 0, stream, false, args);
+      });
       if (status == cudaSuccess && r.combine_kernel) {
         status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(rows), r.grid, d_out);
