@@ -10,6 +10,8 @@
 #   scripts/gpu-check.sh build test
 #   scripts/gpu-check.sh build tier3          # the GPU tier three times, fresh seeds each time
 #   scripts/gpu-check.sh build axisops        # bench-axis of every op of the family against Sum (and torch)
+#   CMAKE_ARGS=-DFASTREDUCE_CCCL_RFA_INCLUDE=/path/to/cccl-3.5/include scripts/gpu-check.sh build exact
+#                                             # Mode::Exact against fast mode and CCCL's gpu_to_gpu Sum
 #   BASE_DIR=../old scripts/gpu-check.sh build compare  # the old tree's binary against this one, same benches
 #   ARCHS="80 80;90" scripts/gpu-check.sh arch
 #   CMAKE_ARGS=-DFASTREDUCE_NCCL_ROOT=/path/to/nccl scripts/gpu-check.sh build test gpus
@@ -192,6 +194,23 @@ if want gpus; then
   "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible --format json > "$OUT/bench_gpus.json" 2>"$OUT/bench_gpus.err" || status=1
   "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible --repetitions 9 > "$OUT/bench_gpus.txt" 2>>"$OUT/bench_gpus.err" || status=1
   summary+=("multi-GPU bench on $count GPU(s): --gpus $list, $(grep -c '"collective_us"' "$OUT/bench_gpus.json") rows")
+fi
+if want exact; then
+  # Mode::Exact against fast and reproducible mode (1-D: float, double, bfloat16; bench-axis: float and
+  # bfloat16 rows, columns and segments) and, where the build has fastreduce_cccl_rfa (configured with
+  # -DFASTREDUCE_CCCL_RFA_INCLUDE: CCCL >= 3.5 headers), CCCL's gpu_to_gpu Sum over the same sizes.
+  step "exact bench"
+  sizes=${EXACT_SIZES:-2^10,2^12,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28,2^30}
+  "$BIN/fastreduce" bench --modes fast,reproducible,exact --types float,double,bfloat16 --ops sum --sizes "$sizes" \
+    --skip-thrust --format json > "$OUT/bench_exact.json" 2>"$OUT/bench_exact.err" || status=1
+  "$BIN/fastreduce" bench-axis --types float,bfloat16 --ops sum --modes fast,reproducible,exact \
+    ${EXACT_AXIS_ARGS:---totals 2^24 --lengths 1,16,256,4096,2^16,2^20} --format json > "$OUT/bench_axis_exact.json" \
+    2>>"$OUT/bench_exact.err" || status=1
+  if [ -x "$BIN/fastreduce_cccl_rfa" ]; then
+    "$BIN/fastreduce_cccl_rfa" --sizes "$sizes" --format json > "$OUT/cccl_rfa.json" 2>>"$OUT/bench_exact.err" || status=1
+    python3 scripts/exact_vs_cccl.py "$OUT/bench_exact.json" "$OUT/cccl_rfa.json" --out "$OUT/exact_vs_cccl.md" || status=1
+  fi
+  summary+=("exact bench: $(grep -c '"mode": "exact"' "$OUT/bench_exact.json") 1-D rows, CCCL rows: $(grep -c '"cccl_rfa_us"' "$OUT/cccl_rfa.json" 2>/dev/null)")
 fi
 if want accuracy; then
   step accuracy

@@ -10,7 +10,10 @@ H100); the newest file of each kind for that GPU is used:
   rung-<id>-*:                 one line per size for docs/ladder.md, from the ladder and counter files
   sweep-*:                     ladder_sweep_<GPU>_<date>_2p24.json (`... --sweep-blocks`)
   bench-summary-*, bench-float-sum-*: bench_<GPU>_<date>.json (`fastreduce bench --format json`)
-  modes-*:                     modes_<GPU>_<date>.json (`fastreduce bench --modes fast,reproducible`)
+  modes-*:                     modes_<GPU>_<date>.json (`fastreduce bench --modes fast,reproducible,exact`)
+  axis-exact-*:                axis_exact_<GPU>_<date>.json (`bench-axis --modes fast,reproducible,exact`)
+  exact-cccl-*:                exact_vs_cccl_<GPU>_<date>.md (scripts/exact_vs_cccl.py: Mode::Exact against
+                               CCCL's gpu_to_gpu Sum, bench/cccl_rfa.cu, same run)
   axis-*, axis-summary-*:      axis_<GPU>_<date>.json (`fastreduce bench-axis --format json`) with
                                axis_torch_<GPU>_<date>.json (scripts/bench_axis_torch.py), same run
   axis-modes-*:                axis_modes_<GPU>_<date>.json (`bench-axis --modes fast,reproducible`)
@@ -283,6 +286,57 @@ def axis_modes(path):
     return "\n".join(out)
 
 
+def modes_table(path):
+    """`fastreduce bench --modes fast,reproducible,exact`: per type and size, each mode's µs per call
+    (same run) and exact mode's speed relative to fast mode."""
+    data = json.load(open(path))
+    dev = data["device"]
+    cell = {}
+    for r in data["rows"]:
+        cell.setdefault((r["type"], r["op"], r["n"]), {})[r["mode"]] = r
+    modes = [m for m in ("fast", "reproducible", "exact") if any(m in c for c in cell.values())]
+    out = [f"`{os.path.relpath(path, ROOT)}`: µs per call back to back, on {dev['name']} "
+           f"(device copy {dev['copy_gbps']:.0f} GB/s read + write)", "",
+           "| type | op | n | " + " | ".join(f"{m} µs" for m in modes) + " | CUB µs |"
+           + (" exact GB/s | fast / exact |" if "exact" in modes else ""),
+           "|---|---|---:|" + "---:|" * (len(modes) + 1) + ("---:|---:|" if "exact" in modes else "")]
+    for (t, op, n), c in cell.items():
+        times = " | ".join(f"{c[m]['fastreduce_us']:.2f}" if m in c else "-" for m in modes)
+        cub = next(iter(c.values()))["cub_us"]
+        line = f"| {t} | {op} | {n:,} | {times} | {cub:.2f} |"
+        if "exact" in modes:
+            e = c.get("exact")
+            line += (f" {e['fastreduce_gbps']:.0f} | {c['fast']['fastreduce_us'] / e['fastreduce_us']:.2f} |"
+                     if e and "fast" in c else " - | - |")
+        out.append(line)
+    return "\n".join(out)
+
+
+def axis_exact(path):
+    """`bench-axis --modes fast,reproducible,exact`: per type, axis and length, each mode's µs and
+    exact mode's speed relative to fast mode."""
+    data = json.load(open(path))
+    cell = {}
+    for r in data["rows"]:
+        cell.setdefault((r["type"], r["axis"], r["total"], r["length"]), {})[r["mode"]] = r
+    out = [f"`{os.path.relpath(path, ROOT)}`: sums on {data['device']['name']}, the three modes in the same run "
+           "(segments: power-law lengths)", "",
+           "| type | elements | axis | length | fast µs | reproducible µs | exact µs | fast / exact |",
+           "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for (t, axis, total, length), m in sorted(cell.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
+        if "fast" in m and "exact" in m:
+            f, e = m["fast"]["fastreduce_us"], m["exact"]["fastreduce_us"]
+            q = f"{m['reproducible']['fastreduce_us']:.1f}" if "reproducible" in m else "-"
+            shown = "" if axis == "segments" else f"{length:,}"
+            out.append(f"| {t} | 2^{total.bit_length() - 1} | {axis} | {shown} | {f:.1f} | {q} | {e:.1f} | {f / e:.3f} |")
+    return "\n".join(out)
+
+
+def markdown_file(path):
+    """A table written as markdown by the script that measured it (scripts/exact_vs_cccl.py)."""
+    return f"`{os.path.relpath(path, ROOT)}`:\n\n" + open(path).read().strip()
+
+
 def gpus_table(path):
     """The multi-GPU sum (`fastreduce bench --gpus ... --format json`): the collective against the
     single-GPU pass, per GPU count, size per GPU and mode."""
@@ -347,7 +401,9 @@ def main():
                   (f"sweep-{gpu}", f"ladder_sweep_{gpu}_*.json", sweep_table),
                   (f"bench-summary-{gpu}", f"bench_{gpu}_*.json", bench_summary),
                   (f"bench-float-sum-{gpu}", f"bench_{gpu}_*.json", lambda p: bench_table(p, ("float", "sum"))),
-                  (f"modes-{gpu}", f"modes_{gpu}_*.json", bench_table),
+                  (f"modes-{gpu}", f"modes_{gpu}_*.json", modes_table),
+                  (f"axis-exact-{gpu}", f"axis_exact_{gpu}_*.json", axis_exact),
+                  (f"exact-cccl-{gpu}", f"exact_vs_cccl_{gpu}_*.md", markdown_file),
                   (f"axis-{gpu}", f"axis_{gpu}_*.json", axis_table),
                   (f"axis-summary-{gpu}", f"axis_{gpu}_*.json", axis_summary),
                   (f"axis-modes-{gpu}", f"axis_modes_{gpu}_*.json", axis_modes),

@@ -260,6 +260,69 @@ TEST(ExactLanes, FloatLanesAndTheirSpillsLoseNothing) {
   }
 }
 
+// The kernels' hot loop runs try_add and sums a batch again with add where it returned false: so
+// try_add must fail exactly where add would hand something on, and agree with it bit for bit
+// elsewhere (a state that try_add left after a failure is thrown away).
+TEST(ExactLanes, TryAddFailsExactlyWhereAddHandsOn) {
+  SEED_TRACE("TryAdd");
+  std::mt19937_64 rng(seed);
+  constexpr std::size_t kChain = 64;
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    SCOPED_TRACE(kExactDataSets[kind]);
+    std::size_t fails[2] = {0, 0};
+    const std::vector<float> floats = exact_data<float>(kind, kChain * 512, rng());
+    const std::vector<double> doubles = exact_data<double>(kind, kChain * 512, rng());
+    for (std::size_t c = 0; c < floats.size(); c += kChain) {
+      prim::ExactFloatLane lane;
+      prim::ExactDoubleLane pair;
+      for (std::size_t i = c; i < c + kChain; ++i) {
+        prim::ExactFloatLane tried = lane;
+        const bool ok = tried.try_add(floats[i]);
+        bool spilled = false;
+        auto spill = [&](double) { spilled = true; };
+        lane.add(floats[i], spill);
+        ASSERT_EQ(ok, !spilled) << "float element " << i;
+        if (ok) ASSERT_EQ(std::bit_cast<std::uint64_t>(tried.sum), std::bit_cast<std::uint64_t>(lane.sum));
+        fails[0] += !ok;
+
+        prim::ExactDoubleLane tried_pair = pair;
+        const bool pair_ok = tried_pair.try_add(doubles[i]);
+        const double left = pair.add(doubles[i]);
+        ASSERT_EQ(pair_ok, left == 0.0) << "double element " << i;
+        if (pair_ok) {
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(tried_pair.sum), std::bit_cast<std::uint64_t>(pair.sum));
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(tried_pair.error), std::bit_cast<std::uint64_t>(pair.error));
+        }
+        fails[1] += !pair_ok;
+      }
+    }
+    if (kind == 7) EXPECT_GT(fails[0], floats.size() / 10) << "every exponent: the failures are exercised";
+    if (kind == 7) EXPECT_GT(fails[1], 0u) << "every exponent: the failures are exercised";
+  }
+  // t = sum + x finite but z = t - sum beyond the range: add hands x on whole (not a NaN error),
+  // try_add fails.
+  {
+    prim::ExactDoubleLane lane, tried;
+    lane.sum = tried.sum = -(std::ldexp(1.0, 1023) - std::ldexp(5.0, 970));
+    const double x = std::numeric_limits<double>::max();
+    EXPECT_FALSE(tried.try_add(x));
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(lane.add(x)), std::bit_cast<std::uint64_t>(x));
+    EXPECT_EQ(lane.sum, -(std::ldexp(1.0, 1023) - std::ldexp(5.0, 970)));
+    EXPECT_EQ(lane.error, 0.0);
+  }
+  // Overflow, infinity and NaN: add hands the element on, try_add fails.
+  const double big = std::numeric_limits<double>::max();
+  for (const double x : {big, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::quiet_NaN()}) {
+    prim::ExactDoubleLane lane, tried;
+    lane.sum = tried.sum = big;
+    EXPECT_FALSE(tried.try_add(x)) << x;
+    EXPECT_NE(lane.add(x), 0.0) << x;
+    prim::ExactFloatLane f;
+    EXPECT_EQ(f.try_add(static_cast<float>(x)), std::isfinite(static_cast<float>(x))) << x;
+  }
+}
+
 namespace {
 
 // Patterns aimed at the lanes of the simulation below (element i of a tile goes to lane i % 32, chain

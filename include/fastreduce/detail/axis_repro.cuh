@@ -237,13 +237,34 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
               x[j][c] = valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f);
             }
           }
+          if constexpr (Exact) {
+            // As the 1-D sum's hot loop: exact additions only, and a batch with one that was not
+            // summed again with spills, loaded again (an invalid thread reads zeros: always exact).
+            const ExactFloatLane saved[2] = {lanes[0], lanes[1]};
+            bool exact = true;
 #pragma unroll
-          for (unsigned j = 0; j < kBatchVecs; ++j) {
+            for (unsigned j = 0; j < kBatchVecs; ++j) {
 #pragma unroll
-            for (unsigned c = 0; c < V; ++c) {
-              // (An invalid thread reads zeros, which never spill.)
-              if constexpr (Exact) lanes[c % 2].add(primitives::to_acc<float>(x[j][c]), spill);
-              else lanes[c % 2].add(primitives::to_acc<float>(x[j][c]));
+              for (unsigned c = 0; c < V; ++c) exact = lanes[c % 2].try_add(primitives::to_acc<float>(x[j][c])) & exact;
+            }
+            if (!exact) {
+              lanes[0] = saved[0];
+              lanes[1] = saved[1];
+#pragma unroll 1
+              for (unsigned j = 0; j < kBatchVecs; ++j) {
+#pragma unroll
+                for (unsigned c = 0; c < V; ++c) {
+                  const std::size_t k = tile_base + (std::size_t(j0 + j) * 32 + l) * V + c;
+                  const T x = valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f);
+                  lanes[c % 2].add(primitives::to_acc<float>(x), spill);
+                }
+              }
+            }
+          } else {
+#pragma unroll
+            for (unsigned j = 0; j < kBatchVecs; ++j) {
+#pragma unroll
+              for (unsigned c = 0; c < V; ++c) lanes[c % 2].add(primitives::to_acc<float>(x[j][c]));
             }
           }
         }
@@ -267,19 +288,43 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
       for (std::size_t t = t0; t < t1; ++t) {
         for (unsigned l = warp * subs + sub; l < 32; l += kWarps * subs) {
           std::conditional_t<Exact, ExactDoubleLane, DoubleLane> lanes[2];
-#pragma unroll 4
-          for (unsigned j = 0; j < kLaneVecs; ++j) {
+          auto element = [&](unsigned j, unsigned c) {
+            const std::size_t k = t * kReproTile + (std::size_t(j) * 32 + l) * V + c;
+            return primitives::to_acc<double>(valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f));
+          };
+          if constexpr (Exact) {
+            // Groups of 4 vectors as the float sums' batches: exact additions only, and a group
+            // with one that was not summed again, its leftovers into the limbs (an invalid thread
+            // reads zeros: always exact).
+            constexpr unsigned kGroup = 4;
+            static_assert(kLaneVecs % kGroup == 0);
+#pragma unroll 1
+            for (unsigned j0 = 0; j0 < kLaneVecs; j0 += kGroup) {
+              const ExactDoubleLane saved[2] = {lanes[0], lanes[1]};
+              bool exact = true;
 #pragma unroll
-            for (unsigned c = 0; c < V; ++c) {
-              const std::size_t k = t * kReproTile + (std::size_t(j) * 32 + l) * V + c;
-              const double x =
-                  primitives::to_acc<double>(valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f));
-              if constexpr (Exact) {
-                const double left = lanes[c % 2].add(x);
-                if (left != 0.0) primitives::atomic_add_exact<A>(limbs[u], &specials[u], left);  // (valid: 0 otherwise)
-              } else {
-                lanes[c % 2].add(x);
+              for (unsigned j = 0; j < kGroup; ++j) {
+#pragma unroll
+                for (unsigned c = 0; c < V; ++c) exact = lanes[c % 2].try_add(element(j0 + j, c)) & exact;
               }
+              if (!exact) {
+                lanes[0] = saved[0];
+                lanes[1] = saved[1];
+#pragma unroll 1
+                for (unsigned j = 0; j < kGroup; ++j) {
+#pragma unroll
+                  for (unsigned c = 0; c < V; ++c) {
+                    const double left = lanes[c % 2].add(element(j0 + j, c));
+                    if (left != 0.0) primitives::atomic_add_exact<A>(limbs[u], &specials[u], left);
+                  }
+                }
+              }
+            }
+          } else {
+#pragma unroll 4
+            for (unsigned j = 0; j < kLaneVecs; ++j) {
+#pragma unroll
+              for (unsigned c = 0; c < V; ++c) lanes[c % 2].add(element(j, c));
             }
           }
           if constexpr (Exact) {

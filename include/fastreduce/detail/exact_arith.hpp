@@ -71,8 +71,14 @@ FASTREDUCE_HOST_DEVICE bool finite(double x) {
 // so the additions round only for elements some 2^22 times smaller than the running sum (or for
 // infinity and NaN): rare in practice; such an element goes to spill(x) instead (the lane's own
 // exact limbs).
+//
+// The kernels' hot loop uses try_add, which has no spill path (a branch and the spill's code at
+// every element would make the unrolled loop too large for the instruction cache): it keeps the
+// exact additions and says whether every one was; a batch with one that was not is summed again,
+// from the sums it started with, with add.
 struct ExactFloatLane {
   double sum = 0.0;
+  FASTREDUCE_HOST_DEVICE bool try_add(float x) { return add_if_exact(sum, static_cast<double>(x)); }
   template <class Spill>
   FASTREDUCE_HOST_DEVICE void add(float x, Spill& spill) {
     const double d = static_cast<double>(x);
@@ -87,10 +93,22 @@ struct ExactFloatLane {
 struct ExactDoubleLane {
   double sum = 0.0;
   double error = 0.0;
+  // add() without a leftover: false when there would be one (the lane is then to be discarded).
+  // An overflow (of t or of z), or an infinite or NaN x, needs no test of its own: e is then NaN,
+  // and add_if_exact refuses a NaN.
+  FASTREDUCE_HOST_DEVICE bool try_add(double x) {
+    const double t = add_rn(sum, x);
+    const double z = sub_rn(t, sum);
+    const double e = add_rn(sub_rn(sum, sub_rn(t, z)), sub_rn(x, z));
+    sum = t;
+    return add_if_exact(error, e);
+  }
   FASTREDUCE_HOST_DEVICE double add(double x) {
     const double t = add_rn(sum, x);
-    if (!finite(t)) return x;
     const double z = sub_rn(t, sum);
+    // t overflows, or (t finite) z = t - sum does (sum and x near the limit, opposite in sign to
+    // the rounding): TwoSum's error would be NaN. The element goes on whole.
+    if (!finite(t) || !finite(z)) return x;
     const double e = add_rn(sub_rn(sum, sub_rn(t, z)), sub_rn(x, z));
     sum = t;
     return add_if_exact(error, e) ? 0.0 : e;

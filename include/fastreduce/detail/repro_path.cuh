@@ -188,6 +188,30 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
 }
 
 
+// Mode::Exact's lanes: their hot loop keeps the exact additions (try_add) and a batch with one
+// that was not is summed again with spills (add_batch_again).
+template <class L>
+inline constexpr bool kExactLane = std::is_same_v<L, ExactFloatLane> || std::is_same_v<L, ExactDoubleLane>;
+
+// Mode::Exact's slow path: batch b of this lane's share of `tile` loaded again, element by element
+// (past n: +0.0, as load_batch), and added with spills, from the lane sums the batch started
+// with. Doubles spill warp-wide (spill_warp): every lane of the warp comes here, and those whose
+// batch was exact (`active` false) add zeros, which change nothing and never spill. A loop, not
+// unrolled: one copy of the spill's code per batch of the hot loop.
+template <class T, class L, class Spill>
+__device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std::size_t n, std::size_t tile,
+                                                unsigned b, unsigned lane, bool active, Spill& spill) {
+  constexpr unsigned V = kVecElems<T>;
+#pragma unroll 1
+  for (unsigned j = 0; j < kBatch<T>; ++j) {
+    const std::size_t first = tile * kReproTile + (std::size_t(b * kBatch<T> + j) * 32 + lane) * V;
+    Vec<T> v;
+#pragma unroll
+    for (unsigned c = 0; c < V; ++c) v.elem[c] = active && first + c < n ? in[first + c] : T(0.0f);
+    add_vector<T>(lanes, v, spill);
+  }
+}
+
 // A warp sums its tiles (first, first + step, ...) one after the other; lane l owns vectors
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
 // (of this tile or the next) are in flight while the current batch is added. After each tile,
@@ -210,8 +234,30 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
       for (unsigned j = 0; j < kBatch<T>; ++j) current[j] = next[j];
       if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
       else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
+      if constexpr (kExactLane<L>) {
+        const L saved[2] = {lanes[0], lanes[1]};
+        bool exact = true;
 #pragma unroll
-      for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j], spill);
+        for (unsigned j = 0; j < kBatch<T>; ++j) {
+#pragma unroll
+          for (unsigned c = 0; c < kVecElems<T>; ++c) {
+            if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(current[j].elem[c]) & exact;
+            else exact = lanes[c % 2].try_add(primitives::to_acc<float>(current[j].elem[c])) & exact;
+          }
+        }
+        bool again = !exact;
+        if constexpr (std::is_same_v<L, ExactDoubleLane>) again = __any_sync(primitives::kFullMask, again);
+        if (again) {
+          if (!exact) {
+            lanes[0] = saved[0];
+            lanes[1] = saved[1];
+          }
+          add_batch_again<T>(lanes, in, n, tile, b, lane, !exact, spill);
+        }
+      } else {
+#pragma unroll
+        for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j], spill);
+      }
     }
     add_tile(lanes);
   }
