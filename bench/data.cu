@@ -33,7 +33,8 @@ __global__ void fill_kernel(T* d, std::size_t n, std::uint64_t seed, Distributio
       T value{};
       switch (dist) {
         case Distribution::Positive: value = static_cast<T>(bits % 1024); break;
-        case Distribution::Signed: value = static_cast<T>(bits); break;
+        case Distribution::Signed:
+        case Distribution::WideExponents: value = static_cast<T>(bits); break;
         case Distribution::NearOne: value = static_cast<T>(bits | 1u); break;
         case Distribution::SmallIntegers: value = static_cast<T>(1 + bits % 15); break;
         case Distribution::SignedSmallIntegers:
@@ -61,6 +62,17 @@ __global__ void fill_kernel(T* d, std::size_t n, std::uint64_t seed, Distributio
           value = (bits >> 32) & 1 ? -double(1 + bits % 15) : double(1 + bits % 15);
           break;
         case Distribution::SparseBits: value = 0.5 + unit; break;
+        case Distribution::WideExponents: {
+          // The exponent range of T's values, the lowest reaching into subnormals, the highest
+          // kept 31 below the accumulator's largest so that 2^30 elements cannot overflow the sum
+          // (half: its whole finite range, since it sums in float).
+          constexpr int lo = std::is_same_v<T, double> ? -1060 : std::is_same_v<T, __half> ? -24 : -140;
+          constexpr int hi = std::is_same_v<T, double> ? 1023 - 31 : std::is_same_v<T, __half> ? 14 : 127 - 31;
+          const std::uint64_t more = splitmix64(bits);  // exponent and sign, apart from unit's bits
+          const int k = lo + static_cast<int>(more % static_cast<std::uint64_t>(hi - lo + 1));
+          value = std::ldexp((more >> 63) != 0 ? -(1.0 + unit) : 1.0 + unit, k);
+          break;
+        }
       }
       if constexpr (std::is_same_v<T, __half>) d[i] = __double2half(value);
       else if constexpr (std::is_same_v<T, __nv_bfloat16>) d[i] = __double2bfloat16(value);

@@ -17,7 +17,10 @@ enum class Distribution {
   SmallIntegers,  // whole numbers 1..15 in any type: float sums are exact up to n = 2^20
   SignedSmallIntegers,  // whole numbers +-1..+-15, never 0: every partial sum of a fixed summation
                         // order is a random walk far inside float's 2^24 (exact, see data.cu)
-  SparseBits // one bit set (or, for `clear`, one bit cleared) per element: and/or tests
+  SparseBits, // one bit set (or, for `clear`, one bit cleared) per element: and/or tests
+  WideExponents  // floating point: +-(1 + u) * 2^k, both signs, k uniform over the type's range
+                 // (subnormals included) short of where 2^30 elements could overflow the sum:
+                 // the adversarial data of exact sums. Integers: as Signed.
 };
 
 // The distribution that gives a meaningful check of `op` ("sum", "prod", "min", ...).

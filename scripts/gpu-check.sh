@@ -206,6 +206,10 @@ if want exact; then
   "$BIN/fastreduce" bench-axis --types float,bfloat16 --ops sum --modes fast,reproducible,exact \
     ${EXACT_AXIS_ARGS:---totals 2^24 --lengths 1,16,256,4096,2^16,2^20} --format json > "$OUT/bench_axis_exact.json" \
     2>>"$OUT/bench_exact.err" || status=1
+  # Adversarial data: exponents over each type's whole range, both signs (every batch of an exact
+  # lane likely takes the slow path).
+  "$BIN/fastreduce" bench --data wide --modes fast,reproducible,exact --types float,double,bfloat16 --ops sum \
+    --sizes 2^20,2^24,2^28 --skip-thrust --format json > "$OUT/bench_exact_wide.json" 2>>"$OUT/bench_exact.err" || status=1
   if [ -x "$BIN/fastreduce_cccl_rfa" ]; then
     "$BIN/fastreduce_cccl_rfa" --sizes "$sizes" --format json > "$OUT/cccl_rfa.json" 2>>"$OUT/bench_exact.err" || status=1
     python3 scripts/exact_vs_cccl.py "$OUT/bench_exact.json" "$OUT/cccl_rfa.json" --out "$OUT/exact_vs_cccl.md" || status=1

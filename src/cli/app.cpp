@@ -129,6 +129,8 @@ std::optional<std::string> validate(const BenchOptions& o) {
     if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible, exact";
     if (m == "exact" && !o.gpus.empty()) return "--modes exact: the multi-GPU sum has no exact mode yet";
   }
+  if (o.data != "default" && o.data != "wide") return "--data must be default or wide";
+  if (o.data == "wide" && (engine_ops == 0 || !o.gpus.empty())) return "--data wide: for --ops sum,max on one GPU";
   if (o.types.empty() || o.ops.empty() || o.modes.empty()) return "--types, --ops and --modes need at least one name";
   if (!contains(kFormats, o.format)) return "--format must be table, csv or json";
   if (o.repetitions < 1) return "--repetitions must be at least 1";
@@ -237,6 +239,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   bench_cmd->add_option("--repetitions", bo.repetitions, "timed batches per measurement (median reported)")
       ->capture_default_str();
   bench_cmd->add_flag("--skip-thrust", bo.skip_thrust, "leave thrust::reduce out");
+  bench_cmd->add_option("--data", bo.data,
+                        "default (per op: sums of values in [0.5, 1.5), ...) | wide (floating point: both signs, "
+                        "exponents over the type's whole range, subnormals included; results not compared with CUB's)")
+      ->capture_default_str();
   bench_cmd->add_option("--gpus", bo.gpus,
                         "GPU counts, e.g. 1,2: the multi-GPU float sum through NCCL, one rank per GPU (sizes per GPU, "
                         "default 2^20..2^30 every 4x)")

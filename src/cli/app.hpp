@@ -39,6 +39,7 @@ struct BenchOptions {
   std::string plot;  // PNG path: also writes <plot>.csv and runs scripts/plot_bench.py
   int repetitions = 15;
   bool skip_thrust = false;
+  std::string data = "default";  // "wide": floating-point exponents over the whole range (sum, max)
   std::vector<int> gpus;  // non-empty: the multi-GPU float sum on these GPU counts (bench_gpus_cmd.cpp)
 };
 

@@ -80,6 +80,9 @@ TEST(Cli, BadArgumentsAreOneClearLineAndExitCode2) {
       {{"bench", "--sizes", "12,abc"}, "not a size: 'abc'"},
       {{"bench", "--gpus", "1,0"}, "--gpus: GPU counts are 1 or more"},
       {{"bench", "--gpus", "2", "--modes", "slow"}, "'slow' is not one of"},
+      {{"bench", "--data", "narrow"}, "--data must be default or wide"},
+      {{"bench", "--data", "wide", "--ops", "argmax"}, "--data wide: for --ops sum,max on one GPU"},
+      {{"bench", "--data", "wide", "--gpus", "1"}, "--data wide: for --ops sum,max on one GPU"},
       {{"accuracy", "--type", "int32"}, "--type must be float or double"},
   };
   for (const auto& c : cases) {
