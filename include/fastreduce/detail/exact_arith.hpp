@@ -62,6 +62,18 @@ FASTREDUCE_HOST_DEVICE bool finite(double x) {
   return (double_bits(x) & 0x7FF0000000000000ull) != 0x7FF0000000000000ull;
 }
 
+// TwoSum (Knuth): sum = fl(a + b) and error with sum + error = a + b exactly, whichever of a and b
+// is larger. If the sum or an intermediate difference overflows, error is NaN.
+struct TwoSum {
+  double sum;
+  double error;
+};
+FASTREDUCE_HOST_DEVICE TwoSum two_sum(double a, double b) {
+  const double s = add_rn(a, b);
+  const double z = sub_rn(s, a);
+  return {s, add_rn(sub_rn(a, sub_rn(s, z)), sub_rn(b, z))};
+}
+
 // Mode::Exact's lanes. Every element's addition is kept only when it is exact; what would round
 // is handed on, to be added exactly to a fixed-point accumulator. So a lane's running sums, plus
 // everything handed on, equal the exact sum of its elements: nothing is rounded before the total.
@@ -94,24 +106,20 @@ struct ExactDoubleLane {
   double sum = 0.0;
   double error = 0.0;
   // add() without a leftover: false when there would be one (the lane is then to be discarded).
-  // An overflow (of t or of z), or an infinite or NaN x, needs no test of its own: e is then NaN,
+  // An overflow, or an infinite or NaN x, needs no test of its own: TwoSum's error is then NaN,
   // and add_if_exact refuses a NaN.
   FASTREDUCE_HOST_DEVICE bool try_add(double x) {
-    const double t = add_rn(sum, x);
-    const double z = sub_rn(t, sum);
-    const double e = add_rn(sub_rn(sum, sub_rn(t, z)), sub_rn(x, z));
-    sum = t;
-    return add_if_exact(error, e);
+    const TwoSum t = two_sum(sum, x);
+    sum = t.sum;
+    return add_if_exact(error, t.error);
   }
   FASTREDUCE_HOST_DEVICE double add(double x) {
-    const double t = add_rn(sum, x);
-    const double z = sub_rn(t, sum);
-    // t overflows, or (t finite) z = t - sum does (sum and x near the limit, opposite in sign to
-    // the rounding): TwoSum's error would be NaN. The element goes on whole.
-    if (!finite(t) || !finite(z)) return x;
-    const double e = add_rn(sub_rn(sum, sub_rn(t, z)), sub_rn(x, z));
-    sum = t;
-    return add_if_exact(error, e) ? 0.0 : e;
+    const TwoSum t = two_sum(sum, x);
+    // The sum overflows, or (the sum finite) TwoSum's difference does (sum and x near the limit,
+    // opposite in sign to the rounding): the error is NaN. The element goes on whole.
+    if (!finite(t.sum) || !finite(t.error)) return x;
+    sum = t.sum;
+    return add_if_exact(error, t.error) ? 0.0 : t.error;
   }
 };
 
@@ -125,14 +133,12 @@ struct ExactPair {
 
 // a + b, exactly: TwoSum of the sums, the errors and TwoSum's error added with add_if_exact.
 FASTREDUCE_HOST_DEVICE ExactPair exact_pair_add(const ExactPair& a, const ExactPair& b) {
-  const double s = add_rn(a.sum, b.sum);
-  const double z = sub_rn(s, a.sum);
-  const double e = add_rn(sub_rn(a.sum, sub_rn(s, z)), sub_rn(b.sum, z));
+  const TwoSum s = two_sum(a.sum, b.sum);
   double error = a.error;
-  bool ok = a.ok && b.ok && finite(s);
+  bool ok = a.ok && b.ok && finite(s.sum);
   ok = ok && add_if_exact(error, b.error);
-  ok = ok && add_if_exact(error, e);
-  return {s, error, ok};
+  ok = ok && add_if_exact(error, s.error);
+  return {s.sum, error, ok};
 }
 
 // An IEEE binary format: `precision` significand bits (the implicit one included), the smallest

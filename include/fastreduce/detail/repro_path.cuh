@@ -43,21 +43,17 @@ using primitives::Vec;
 
 // Adds x to a lane accumulator with TwoSum (exact error term, no ordering assumption).
 __device__ __forceinline__ DoubleDouble two_sum_add(DoubleDouble a, double x) {
-  const double s = __dadd_rn(a.hi, x);
-  const double z = __dsub_rn(s, a.hi);
-  const double e = __dadd_rn(__dsub_rn(a.hi, __dsub_rn(s, z)), __dsub_rn(x, z));
-  return {s, __dadd_rn(a.lo, e)};
+  const primitives::TwoSum s = primitives::two_sum(a.hi, x);
+  return {s.sum, __dadd_rn(a.lo, s.error)};
 }
 
 // Normalised double-double addition; non-finite sums pass through as IEEE would give them.
 __device__ __forceinline__ DoubleDouble dd_add(DoubleDouble a, DoubleDouble b) {
-  const double s = __dadd_rn(a.hi, b.hi);
-  if (!isfinite(s)) return {s, 0.0};
-  const double z = __dsub_rn(s, a.hi);
-  const double e = __dadd_rn(__dsub_rn(a.hi, __dsub_rn(s, z)), __dsub_rn(b.hi, z));
-  const double lo = __dadd_rn(__dadd_rn(a.lo, b.lo), e);
-  const double hi = __dadd_rn(s, lo);  // FastTwoSum: |s| >= |lo| here
-  return {hi, __dsub_rn(lo, __dsub_rn(hi, s))};
+  const primitives::TwoSum s = primitives::two_sum(a.hi, b.hi);
+  if (!isfinite(s.sum)) return {s.sum, 0.0};
+  const double lo = __dadd_rn(__dadd_rn(a.lo, b.lo), s.error);
+  const double hi = __dadd_rn(s.sum, lo);  // FastTwoSum: |s| >= |lo| here
+  return {hi, __dsub_rn(lo, __dsub_rn(hi, s.sum))};
 }
 
 __device__ __forceinline__ DoubleDouble warp_dd_reduce(DoubleDouble v) {
@@ -127,11 +123,8 @@ struct LanePartial {
 };
 
 __device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2]) {
-  const double a = lanes[0].sum, b = lanes[1].sum;
-  const double s = __dadd_rn(a, b);
-  const double z = __dsub_rn(s, a);
-  const double join = __dadd_rn(__dsub_rn(a, __dsub_rn(s, z)), __dsub_rn(b, z));
-  return {s, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), join)};
+  const primitives::TwoSum join = primitives::two_sum(lanes[0].sum, lanes[1].sum);
+  return {join.sum, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), join.error)};
 }
 
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
@@ -193,6 +186,18 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* 
 template <class L>
 inline constexpr bool kExactLane = std::is_same_v<L, ExactFloatLane> || std::is_same_v<L, ExactDoubleLane>;
 
+// Mode::Exact's hot loop: one vector into the lane's two chains with try_add (add_vector's
+// order); `exact` and-ed with whether every addition was exact.
+template <class T, class L>
+__device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool exact) {
+#pragma unroll
+  for (unsigned c = 0; c < kVecElems<T>; ++c) {
+    if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(v.elem[c]) & exact;
+    else exact = lanes[c % 2].try_add(primitives::to_acc<float>(v.elem[c])) & exact;
+  }
+  return exact;
+}
+
 // Mode::Exact's slow path: batch b of this lane's share of `tile` loaded again, element by element
 // (past n: +0.0, as load_batch), and added with spills, from the lane sums the batch started
 // with. Doubles spill warp-wide (spill_warp): every lane of the warp comes here, and those whose
@@ -238,13 +243,7 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
         const L saved[2] = {lanes[0], lanes[1]};
         bool exact = true;
 #pragma unroll
-        for (unsigned j = 0; j < kBatch<T>; ++j) {
-#pragma unroll
-          for (unsigned c = 0; c < kVecElems<T>; ++c) {
-            if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(current[j].elem[c]) & exact;
-            else exact = lanes[c % 2].try_add(primitives::to_acc<float>(current[j].elem[c])) & exact;
-          }
-        }
+        for (unsigned j = 0; j < kBatch<T>; ++j) exact = try_vector<T>(lanes, current[j], exact);
         bool again = !exact;
         if constexpr (std::is_same_v<L, ExactDoubleLane>) again = __any_sync(primitives::kFullMask, again);
         if (again) {
