@@ -87,11 +87,6 @@ struct Row {
   long long ulps;  // -1: no reference (n too large)
 };
 
-int batch_calls(const std::function<void(int)>& fn) {
-  const auto probe = bench::time_each(fn, 0, {.warmup = 2, .repetitions = 3});
-  return std::clamp(static_cast<int>(2000.0 / std::max(probe.median_us, 1.0)), 1, 1000);
-}
-
 template <class T>
 bool bench_one(const char* type, std::size_t n, std::size_t l2_bytes, std::size_t check_up_to, std::vector<Row>& rows) {
   const std::size_t bytes = n * sizeof(T);
@@ -162,7 +157,7 @@ bool bench_one(const char* type, std::size_t n, std::size_t l2_bytes, std::size_
     ulps = std::llabs(ordered(value[0]) - ordered(exact));
   }
   const std::vector<std::function<void(int)>> contenders = {rfa, plain};
-  const std::vector<int> calls = {batch_calls(rfa), batch_calls(plain)};
+  const std::vector<int> calls = {bench::calls_per_batch(rfa, 0, 1000), bench::calls_per_batch(plain, 0, 1000)};
   const auto t = bench::time_back_to_back_interleaved(contenders, 0, calls, {.warmup = 3, .repetitions = 15});
   if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess || failed != cudaSuccess) {
     std::fprintf(stderr, "n=%zu: %s\n", n, cudaGetErrorString(e != cudaSuccess ? e : failed));

@@ -5,6 +5,14 @@
 
 namespace fastreduce::bench {
 
+int calls_per_batch(double us, int cap) {
+  return std::clamp(static_cast<int>(2000.0 / std::max(us, 1.0)), 1, cap);
+}
+
+int calls_per_batch(const std::function<void(int)>& fn, cudaStream_t stream, int cap) {
+  return calls_per_batch(time_each(fn, stream, {.warmup = 2, .repetitions = 3}).median_us, cap);
+}
+
 namespace {
 Timing summarize(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());

@@ -24,6 +24,11 @@ struct Timing {
 // rotating among inputs).
 Timing time_each(const std::function<void(int)>& fn, cudaStream_t stream, TimingOptions options);
 
+// Calls per timed batch so that a batch lasts about 2 ms (1 to cap), for calls of about `us` each.
+int calls_per_batch(double us, int cap);
+// The same for fn, timed first (two warm-up calls, the median of three).
+int calls_per_batch(const std::function<void(int)>& fn, cudaStream_t stream, int cap);
+
 // Times contenders back to back: a batch of calls[k] calls of fns[k](i) between two events,
 // divided by calls[k], is the cost of a call when a program issues many (launch overhead
 // included, as users see it). The batches are interleaved: repetition r runs one batch of each,

@@ -323,7 +323,7 @@ def axis_exact(path):
            "(segments: power-law lengths)", "",
            "| type | elements | axis | length | fast µs | reproducible µs | exact µs | fast / exact |",
            "|---|---:|---|---:|---:|---:|---:|---:|"]
-    for (t, axis, total, length), m in sorted(cell.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
+    for (t, axis, total, length), m in sorted(cell.items()):
         if "fast" in m and "exact" in m:
             f, e = m["fast"]["fastreduce_us"], m["exact"]["fastreduce_us"]
             q = f"{m['reproducible']['fastreduce_us']:.1f}" if "reproducible" in m else "-"

@@ -128,10 +128,6 @@ std::string axis_path(const T* x, const T* y, const Axis& axis, const Op& op, co
   return engine::axis_path_name(plan.path);
 }
 
-int calls_for(const std::function<void(int)>& fn) {
-  const auto probe = bench::time_each(fn, 0, {.warmup = 2, .repetitions = 3});
-  return std::clamp(static_cast<int>(2000.0 / std::max(probe.median_us, 1.0)), 1, 1000);
-}
 
 // Offsets of `total` elements cut into consecutive segments: equal rows, or lengths drawn from a
 // power law between 0 and 2^20 (log-uniform), in a fixed sequence.
@@ -235,7 +231,7 @@ bool bench_shape(const BenchAxisOptions& o, const bench::DeviceInfo& device, con
     std::vector<std::function<void(int)>> contenders{ours};
     if (has_cub) contenders.push_back(cub_call);
     std::vector<int> calls;
-    for (const auto& c : contenders) calls.push_back(calls_for(c));
+    for (const auto& c : contenders) calls.push_back(bench::calls_per_batch(c, 0, 1000));
     // Agreement with CUB on slice 0, where CUB has the shape.
     bool agree = true;
     if constexpr (kCubOp) {
@@ -291,7 +287,7 @@ double time_flat(const bench::DeviceInfo& device, std::size_t total, int repetit
     reduce_async<T, Op>(temp.get(), b, arena.get() + (std::size_t(i) % slices) * total, out.get(), total);
   };
   const std::vector<std::function<void(int)>> contenders{call};
-  const std::vector<int> calls{calls_for(call)};
+  const std::vector<int> calls{bench::calls_per_batch(call, 0, 1000)};
   return bench::time_back_to_back_interleaved(contenders, 0, calls, {.warmup = 3, .repetitions = repetitions})[0]
       .median_us;
 }

@@ -34,11 +34,6 @@ struct BenchRow {
   bool agree = true;
 };
 
-// Calls per timed batch so that a batch lasts about 2 ms.
-int batch_calls(const std::function<void(int)>& fn, cudaStream_t stream, int cap) {
-  const auto probe = bench::time_each(fn, stream, {.warmup = 2, .repetitions = 3});
-  return std::clamp(static_cast<int>(2000.0 / std::max(probe.median_us, 1.0)), 1, cap);
-}
 
 template <class T, class Op>
 bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std::string& type_name,
@@ -89,7 +84,7 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   std::vector<std::function<void(int)>> contenders;
   std::vector<int> calls;
   auto add_contender = [&](std::function<void(int)> call, int cap) {
-    calls.push_back(batch_calls(call, 0, cap));
+    calls.push_back(bench::calls_per_batch(call, 0, cap));
     contenders.push_back(std::move(call));
   };
   add_contender(

@@ -24,6 +24,7 @@
 #include "device_info.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "fastreduce/nccl.cuh"
+#include "timing.hpp"
 
 namespace fastreduce::cli {
 
@@ -171,7 +172,7 @@ int run_bench_gpus(const BenchOptions& o, std::ostream& out, std::ostream& err) 
         };
         std::vector<Rank> first{ranks[0]};
         row.local_us = time_ranks(first, 1, 3, local, &failed);  // a probe for the batch length
-        const int calls = std::clamp(static_cast<int>(2000.0 / std::max(row.local_us, 1.0)), 1, 200);
+        const int calls = bench::calls_per_batch(row.local_us, 200);
         row.local_us = time_ranks(first, calls, o.repetitions, local, &failed);
         row.collective_us = time_ranks(ranks, calls, o.repetitions, collective, &failed);
         // Every rank has the same bits; reproducible ones are those of the single-GPU reduce of

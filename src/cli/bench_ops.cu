@@ -36,10 +36,6 @@ struct OpsRow {
   bool agree = true;
 };
 
-int batch_calls(const std::function<void(int)>& fn, int cap) {
-  const auto probe = bench::time_each(fn, 0, {.warmup = 2, .repetitions = 3});
-  return std::clamp(static_cast<int>(2000.0 / std::max(probe.median_us, 1.0)), 1, cap);
-}
 
 struct Cublas {
   cublasHandle_t handle = nullptr;
@@ -196,7 +192,7 @@ bool bench_op(const BenchOptions& o, const bench::DeviceInfo& device, Cublas& bl
   std::vector<std::function<void(int)>> contenders{ours, sum};
   if (peer) contenders.push_back(peer);
   std::vector<int> calls;
-  for (const auto& c : contenders) calls.push_back(batch_calls(c, 1000));
+  for (const auto& c : contenders) calls.push_back(bench::calls_per_batch(c, 0, 1000));
   const auto t = bench::time_back_to_back_interleaved(contenders, 0, calls, {.warmup = 3, .repetitions = o.repetitions});
   rows.push_back({op, type, n, t[0].median_us, t[1].median_us, peer ? t[2].median_us : 0.0, double(read), peer_name, agree});
   return agree;
