@@ -12,6 +12,7 @@ H100); the newest file of each kind for that GPU is used:
   bench-summary-*, bench-float-sum-*: bench_<GPU>_<date>.json (`fastreduce bench --format json`)
   modes-*:                     modes_<GPU>_<date>.json (`fastreduce bench --modes fast,reproducible,exact`)
   axis-exact-*:                axis_exact_<GPU>_<date>.json (`bench-axis --modes fast,reproducible,exact`)
+  exact-wide-*:                exact_wide_<GPU>_<date>.json (`bench --data wide --modes fast,reproducible,exact`)
   exact-cccl-*:                exact_vs_cccl_<GPU>_<date>.md (scripts/exact_vs_cccl.py: Mode::Exact against
                                CCCL's gpu_to_gpu Sum, bench/cccl_rfa.cu, same run)
   axis-*, axis-summary-*:      axis_<GPU>_<date>.json (`fastreduce bench-axis --format json`) with
@@ -321,14 +322,15 @@ def axis_exact(path):
         cell.setdefault((r["type"], r["axis"], r["total"], r["length"]), {})[r["mode"]] = r
     out = [f"`{os.path.relpath(path, ROOT)}`: sums on {data['device']['name']}, the three modes in the same run "
            "(segments: power-law lengths)", "",
-           "| type | elements | axis | length | fast µs | reproducible µs | exact µs | fast / exact |",
-           "|---|---:|---|---:|---:|---:|---:|---:|"]
+           "| type | elements | axis | length | fast µs | reproducible µs | exact µs | fast / exact | exact's path |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for (t, axis, total, length), m in sorted(cell.items()):
         if "fast" in m and "exact" in m:
             f, e = m["fast"]["fastreduce_us"], m["exact"]["fastreduce_us"]
             q = f"{m['reproducible']['fastreduce_us']:.1f}" if "reproducible" in m else "-"
             shown = "" if axis == "segments" else f"{length:,}"
-            out.append(f"| {t} | 2^{total.bit_length() - 1} | {axis} | {shown} | {f:.1f} | {q} | {e:.1f} | {f / e:.3f} |")
+            out.append(f"| {t} | 2^{total.bit_length() - 1} | {axis} | {shown} | {f:.1f} | {q} | {e:.1f} | {f / e:.3f} "
+                       f"| {m['exact'].get('path', '-')} |")
     return "\n".join(out)
 
 
@@ -403,6 +405,7 @@ def main():
                   (f"bench-float-sum-{gpu}", f"bench_{gpu}_*.json", lambda p: bench_table(p, ("float", "sum"))),
                   (f"modes-{gpu}", f"modes_{gpu}_*.json", modes_table),
                   (f"axis-exact-{gpu}", f"axis_exact_{gpu}_*.json", axis_exact),
+                  (f"exact-wide-{gpu}", f"exact_wide_{gpu}_*.json", modes_table),
                   (f"exact-cccl-{gpu}", f"exact_vs_cccl_{gpu}_*.md", markdown_file),
                   (f"axis-{gpu}", f"axis_{gpu}_*.json", axis_table),
                   (f"axis-summary-{gpu}", f"axis_{gpu}_*.json", axis_summary),

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "fastreduce/detail/describe.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "exact_data.hpp"
 #include "gpu_test.hpp"
@@ -252,6 +253,60 @@ TEST(Exact, FloatAlongEveryAxisLayout) { check_every_axis_layout<float>(); }
 TEST(Exact, DoubleAlongEveryAxisLayout) { check_every_axis_layout<double>(); }
 TEST(Exact, HalfAlongEveryAxisLayout) { check_every_axis_layout<__half>(); }
 TEST(Exact, Bfloat16AlongEveryAxisLayout) { check_every_axis_layout<__nv_bfloat16>(); }
+
+namespace {
+
+// Short rows and columns take fast mode's paths with the exact check (detail/exact_axis.cuh); the
+// few outputs whose check fails (a value far larger than the rest, infinity, NaN) are recomputed
+// by the fix-up, and only those: the others keep what the check wrote. Longer ones keep the exact
+// lanes' paths.
+template <class T>
+void check_short_axes() {
+  namespace eng = fastreduce::engine;
+  using A = Acc<T>;
+  constexpr std::size_t kMax = std::is_same_v<A, double> ? std::size_t(1) << 16 : 1024;
+  std::mt19937_64 rng(test_seed());
+  // Values that make a row fail the check: one huge value among the rest (half cannot hold one
+  // large enough: a half row's exact sum always fits a double), infinity and NaN.
+  const double huge = std::is_same_v<T, double> ? 0x1p1000 : 0x1p100;
+  std::vector<T> breakers = {T(std::numeric_limits<float>::infinity()), T(-std::numeric_limits<float>::infinity()),
+                             T(std::numeric_limits<float>::quiet_NaN())};
+  if (!std::is_same_v<T, __half>) breakers.push_back(T(huge));
+  struct Shape {
+    fr::Axis axis;
+    bool fast;  // takes a fast path
+  };
+  const std::vector<Shape> shapes = {
+      {fr::Axis{4099, 1, 1}, true},         {fr::Axis{2053, 2, 1}, true},        {fr::Axis{1031, 33, 1}, true},
+      {fr::Axis{257, 256, 1}, true},        {fr::Axis{37, kMax, 1}, true},       {fr::Axis{5, kMax + 1, 1}, false},
+      {fr::Axis{3, 5, 100}, true},          {fr::Axis{2, 1000, 33}, true},       {fr::Axis{1, 300, 7, fr::Axis::kContiguous, 1, 300}, true},
+  };
+  for (const Shape& shape : shapes) {
+    const fr::Axis& axis = shape.axis;
+    const std::size_t n = axis.outer * axis.length * axis.inner;
+    std::vector<T> host = exact_data<T>(0, n + 1, rng());  // uniform: an output seldom fails the check
+    const bool breaks = shape.fast && axis.outer * axis.inner > 8;
+    for (int b = 0; breaks && b < 4; ++b) host[1 + rng() % n] = breakers[rng() % breakers.size()];
+    DeviceBuffer<T> in(n + 1);
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), (n + 1) * sizeof(T), cudaMemcpyHostToDevice));
+    eng::AxisPlan plan{};
+    ASSERT_EQ((eng::describe_axis<fr::storage_t<T>, fr::Sum>(reinterpret_cast<const fr::storage_t<T>*>(in.get() + 1), axis,
+                                                             kExact, plan)),
+              cudaSuccess);
+    const bool repro = plan.path == eng::AxisPath::ReproRows || plan.path == eng::AxisPath::ReproColumns;
+    EXPECT_EQ(!repro, shape.fast) << eng::axis_path_name(plan.path) << " for " << axis.outer << " x " << axis.length << " x "
+                                  << axis.inner;
+    check_axis(host, 1, axis, breaks ? "uniform with breakers" : "uniform");  // misaligned by an element
+    check_axis(host, 0, axis, breaks ? "uniform with breakers" : "uniform");
+  }
+}
+
+}  // namespace
+
+TEST(Exact, FloatShortAxesTakeTheFastPaths) { check_short_axes<float>(); }
+TEST(Exact, DoubleShortAxesTakeTheFastPaths) { check_short_axes<double>(); }
+TEST(Exact, HalfShortAxesTakeTheFastPaths) { check_short_axes<__half>(); }
+TEST(Exact, Bfloat16ShortAxesTakeTheFastPaths) { check_short_axes<__nv_bfloat16>(); }
 
 // Segments (empty, overlapping, of every length up to a power law's tail) against the reference.
 TEST(Exact, SegmentsMatchTheReference) {

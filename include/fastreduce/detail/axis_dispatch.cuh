@@ -13,6 +13,7 @@
 #include "fastreduce/detail/axis_plan.hpp"
 #include "fastreduce/detail/axis_repro.cuh"
 #include "fastreduce/detail/dispatch.cuh"
+#include "fastreduce/detail/exact_axis.cuh"
 #include "fastreduce/detail/ordered.cuh"
 #include "fastreduce/detail/repro_pieces.hpp"
 #include "fastreduce/detail/segments.cuh"
@@ -293,6 +294,72 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
   }
 }
 
+// Mode::Exact by ExactCheck on the fast paths (detail/exact_axis.cuh): whether it takes this axis
+// sum (rows or columns of 1 to kExactCheckMaxLength elements, not one contiguous output, which is
+// the 1-D sum), and its plan. Anything it does not take, argument errors included, goes on to
+// the exact lanes' paths.
+template <class R>
+bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, AxisLaunch& out) {
+  if constexpr (!is_reproducible_sum_v<R>) {
+    return false;
+  } else {
+    if (opt.mode != Mode::Exact) return false;
+    AxisLayout layout{};
+    if (resolve_axis(axis, layout) != nullptr) return false;
+    if (layout.length == 0 || layout.length > kExactCheckMaxLength<typename R::Acc>) return false;
+    Options fast = opt;
+    fast.mode = Mode::Fast;
+    using C = ExactCheck<typename R::Input>;
+    if (plan_axis_launch<C>(axis, inputs_t<C>{in.x}, fast, device, out, nullptr) != cudaSuccess) return false;
+    const AxisPath path = out.plan.path;
+    return path != AxisPath::Flat && path != AxisPath::Nothing && path != AxisPath::Identity;
+  }
+}
+
+// The flag word of an ExactCheck launch, then the fast path's own storage.
+inline constexpr std::size_t kExactCheckFlagBytes = 256;
+
+// The axis sum planned by plan_exact_check: the flag zeroed, the fast path's kernels with
+// ExactCheck, and the fix-up of the outputs that failed the check.
+template <class R>
+cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in,
+                                    typename R::Out* d_out, cudaStream_t stream, const Options& opt, int device,
+                                    const char** message) {
+  using T = typename R::Input;
+  using C = ExactCheck<T>;
+  const std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
+  if (d_temp == nullptr) {
+    temp_bytes = needed;
+    return cudaSuccess;
+  }
+  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, 1, temp_bytes, needed);
+  if (message != nullptr) *message = error.message;
+  if (error.code != cudaSuccess) return error.code;
+  KernelFacts fixup{};
+  if (cudaError_t e = kernel_facts<exact_fixup_kernel<T>, kFixupThreads>(device, fixup); e != cudaSuccess) {
+    return planning_error(message, e, "no kernel image for this GPU (axis)");
+  }
+  auto* failed = static_cast<unsigned*>(d_temp);
+  cudaError_t status = cudaMemsetAsync(failed, 0, sizeof(unsigned), stream);
+  if (status == cudaSuccess) {
+    status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, inputs_t<C>{in.x}, d_out,
+                            C{failed}, stream);
+  }
+  if (status == cudaSuccess) {
+    const AxisLayout& L = plan.layout;
+    constexpr std::size_t kOutputsPerBlock = kFixupThreads;  // a warp reads 32 outputs at a time
+    std::size_t resident = std::size_t(multiprocessors(device)) * std::max(fixup.blocks_per_sm, 1);
+    if (opt.max_blocks > 0) resident = std::min<std::size_t>(resident, opt.max_blocks);
+    const unsigned grid = static_cast<unsigned>(
+        std::clamp<std::size_t>((L.outputs() + kOutputsPerBlock - 1) / kOutputsPerBlock, 1, resident));
+    const bool dependent = compute_major(device) >= 9 && fixup.ptx_version >= 90;
+    status = launch(exact_fixup_kernel<T>, grid, kFixupThreads, 0, stream, dependent, in.x, d_out,
+                    ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride});
+  }
+  if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
+  return status;
+}
+
 template <class T>
 cudaError_t plan_repro_pieces(const AxisLayout& layout, const Options& opt, int device, PiecesPlan& out) {
   using A = acc_t<T, Sum>;
@@ -348,6 +415,12 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const 
   if (!valid_reduction(red, message)) return cudaErrorInvalidValue;
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if constexpr (is_reproducible_sum_v<R>) {
+    AxisLaunch check{};
+    if (plan_exact_check<R>(axis, in, opt, device, check)) {
+      return reduce_axis_exact_check<R>(check, d_temp, temp_bytes, in, d_out, stream, opt, device, message);
+    }
+  }
   if (d_temp == nullptr) return axis_temp_bytes<R>(axis, in, opt, device, temp_bytes, message);
   AxisLaunch plan{};
   if (cudaError_t e = plan_axis_launch<R>(axis, in, opt, device, plan, message); e != cudaSuccess) return e;
@@ -374,6 +447,10 @@ cudaError_t describe_axis_reduction(const inputs_t<R>& in, const Axis& axis, con
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   AxisLaunch launch_plan{};
+  if (plan_exact_check<R>(axis, in, opt, device, launch_plan)) {
+    plan = launch_plan.plan;
+    return cudaSuccess;
+  }
   const cudaError_t status = plan_axis_launch<R>(axis, in, opt, device, launch_plan, nullptr);
   plan = launch_plan.plan;
   return status;

@@ -72,6 +72,10 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
   __shared__ long long slots[kWarps][W];
   __shared__ unsigned specials[kWarps];
   __shared__ primitives::LaneLimbs lane_limbs[std::is_same_v<A, float> ? kWarps : 1];
+  // Mode::Exact, doubles: each warp's row of handed-on leftovers (WarpSpillRow)
+  constexpr bool kSpillRows = Exact && std::is_same_v<A, double>;
+  __shared__ long long spill_rows[kSpillRows ? kWarps : 1][kSpillRows ? W : 1];
+  __shared__ unsigned spill_flags[kWarps];
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   const unsigned rank = warp % WarpsPerRow;
@@ -98,7 +102,8 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
         lane_exact.into(exact);
         exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
       } else {
-        add_double_tiles<Exact>(exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane);
+        add_double_tiles<Exact>(exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane,
+                                spill_rows[kSpillRows ? warp : 0], &spill_flags[warp]);
       }
     }
 #pragma unroll

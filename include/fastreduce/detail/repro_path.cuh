@@ -129,8 +129,8 @@ __device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2])
 
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
 // Exact lanes hand what would round to `spill`: float-valued sums element by element (the
-// lane's own limbs), doubles once per vector for the whole warp (spill(pending) with the two
-// chains' leftovers, 0 where none, called by every lane).
+// lane's own limbs), doubles once per vector (spill(pending) with the two chains' leftovers, 0
+// where none: the warp's row of limbs, WarpSpillRow).
 template <class T, class L, class Spill>
 __device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, Spill& spill) {
   if constexpr (std::is_same_v<L, ExactDoubleLane>) {
@@ -200,19 +200,18 @@ __device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool 
 
 // Mode::Exact's slow path: batch b of this lane's share of `tile` loaded again, element by element
 // (past n: +0.0, as load_batch), and added with spills, from the lane sums the batch started
-// with. Doubles spill warp-wide (spill_warp): every lane of the warp comes here, and those whose
-// batch was exact (`active` false) add zeros, which change nothing and never spill. A loop, not
-// unrolled: one copy of the spill's code per batch of the hot loop.
+// with. Only the lanes whose batch had an inexact addition come here (every spill is a lane's
+// own). A loop, not unrolled: one copy of the spill's code per batch of the hot loop.
 template <class T, class L, class Spill>
 __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std::size_t n, std::size_t tile,
-                                                unsigned b, unsigned lane, bool active, Spill& spill) {
+                                                unsigned b, unsigned lane, Spill& spill) {
   constexpr unsigned V = kVecElems<T>;
 #pragma unroll 1
   for (unsigned j = 0; j < kBatch<T>; ++j) {
     const std::size_t first = tile * kReproTile + (std::size_t(b * kBatch<T> + j) * 32 + lane) * V;
     Vec<T> v;
 #pragma unroll
-    for (unsigned c = 0; c < V; ++c) v.elem[c] = active && first + c < n ? in[first + c] : T(0.0f);
+    for (unsigned c = 0; c < V; ++c) v.elem[c] = first + c < n ? in[first + c] : T(0.0f);
     add_vector<T>(lanes, v, spill);
   }
 }
@@ -244,14 +243,10 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
         bool exact = true;
 #pragma unroll
         for (unsigned j = 0; j < kBatch<T>; ++j) exact = try_vector<T>(lanes, current[j], exact);
-        bool again = !exact;
-        if constexpr (std::is_same_v<L, ExactDoubleLane>) again = __any_sync(primitives::kFullMask, again);
-        if (again) {
-          if (!exact) {
-            lanes[0] = saved[0];
-            lanes[1] = saved[1];
-          }
-          add_batch_again<T>(lanes, in, n, tile, b, lane, !exact, spill);
+        if (!exact) {
+          lanes[0] = saved[0];
+          lanes[1] = saved[1];
+          add_batch_again<T>(lanes, in, n, tile, b, lane, spill);
         }
       } else {
 #pragma unroll
@@ -278,21 +273,52 @@ using ReproShared = primitives::ExactShared<A, kReproThreads / 32>;
 static_assert(double(kReproMaxElements / kReproTile / (kReproThreads / 32)) * 64 * 4294967295.0 < 9223372036854775808.0,
               "the lane limbs of float-valued sums could overflow: lower kReproMaxElements");
 
-// Mode::Exact, doubles: the warp adds each lane's leftovers (`pending`, 0 where none) into its
-// exact accumulator, one lane after the other. Called by every lane; returns whether any lane
-// had one.
-__device__ __forceinline__ bool spill_warp(primitives::ExactSum<double>& exact, const double (&pending)[2],
-                                           unsigned lane) {
-  unsigned mask = __ballot_sync(primitives::kFullMask, pending[0] != 0.0 || pending[1] != 0.0);
-  const bool any = mask != 0;
-  while (mask != 0) {
-    const unsigned from = __ffs(mask) - 1;
-    mask &= mask - 1;
+// Mode::Exact, doubles: what the warp's lanes hand on (their chains' leftovers), added exactly to
+// a row of limbs in shared memory with integer atomics, each lane on its own (no lane waits for
+// another, whatever the data); the row joins the warp's accumulator, and is cleared, after each
+// tile that spilled (flush). Between two flushes a limb gathers at most two pieces below 2^32 per
+// element of a tile.
+struct WarpSpillRow {
+  static constexpr unsigned K = primitives::ExactSum<double>::K;
+  long long* limbs;   // the warp's ExactSum<double>::kLimbs words
+  unsigned* special;  // kPlusInf | kMinusInf | kNaN handed on
+  bool spilled = false;  // this lane handed something on since the last flush
+
+  // Called by every lane of the warp.
+  __device__ __forceinline__ WarpSpillRow(long long* row, unsigned* flags, unsigned lane) : limbs(row), special(flags) {
 #pragma unroll
-    for (unsigned c = 0; c < 2; ++c) exact.add(__shfl_sync(primitives::kFullMask, pending[c], from), lane);
+    for (unsigned k = 0; k < K; ++k) limbs[lane + 32 * k] = 0;
+    if (lane == 0) *special = 0;
+    __syncwarp();
   }
-  return any;
-}
+  // The leftovers of a lane's two chains (0: none).
+  __device__ __forceinline__ void operator()(const double (&pending)[2]) {
+#pragma unroll
+    for (unsigned c = 0; c < 2; ++c) {
+      if (pending[c] != 0.0) {
+        primitives::atomic_add_exact<double>(limbs, special, pending[c]);
+        spilled = true;
+      }
+    }
+  }
+  // Called by every lane: where any lane spilled, the row is added into `exact` and cleared.
+  // Returns whether it was.
+  __device__ __forceinline__ bool flush(primitives::ExactSum<double>& exact, unsigned lane) {
+    if (!__any_sync(primitives::kFullMask, spilled)) return false;
+    __syncwarp();  // every lane's atomics are done
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      exact.limb[k] += limbs[lane + 32 * k];
+      limbs[lane + 32 * k] = 0;
+    }
+    exact.special |= *special;
+    __syncwarp();  // every lane has read the flags
+    if (lane == 0) *special = 0;
+    __syncwarp();
+    spilled = false;
+    return true;
+  }
+};
 
 using primitives::exact_pair_add;
 using primitives::ExactPair;
@@ -302,8 +328,9 @@ using primitives::ExactPair;
 // (two additions, as the reproducible sum's double-double). Where some addition would round
 // (data spread over more than about 2^50), every lane's chains go in one by one instead. Returns
 // whether that happened.
-__device__ __forceinline__ bool add_exact_double_tile(primitives::ExactSum<double>& exact,
-                                                      const ExactDoubleLane (&lanes)[2], unsigned lane) {
+__device__ __forceinline__ void add_exact_double_tile(primitives::ExactSum<double>& exact,
+                                                      const ExactDoubleLane (&lanes)[2], unsigned lane,
+                                                      WarpSpillRow& spill) {
   ExactPair v = exact_pair_add({lanes[0].sum, lanes[0].error, true}, {lanes[1].sum, lanes[1].error, true});
   for (unsigned offset = 16; offset > 0; offset /= 2) {
     ExactPair other;
@@ -316,13 +343,12 @@ __device__ __forceinline__ bool add_exact_double_tile(primitives::ExactSum<doubl
   if (__all_sync(primitives::kFullMask, v.ok)) {
     exact.add(v.sum, lane);
     exact.add(v.error, lane);
-    return false;
+    return;
   }
   for (unsigned c = 0; c < 2; ++c) {
     const double pending[2] = {lanes[c].sum, lanes[c].error};
-    spill_warp(exact, pending, lane);
+    spill(pending);
   }
-  return true;
 }
 
 // A warp's tiles (first, first + step, ... below `tiles`) of a float-valued sum, added exactly to
@@ -344,20 +370,20 @@ __device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exac
   }
 }
 
-// The same for double sums, into the warp's accumulator.
+// The same for double sums, into the warp's accumulator. Exact: `spill_row` and `spill_flags`,
+// the warp's row of ExactSum<double>::kLimbs words and a flags word in shared memory.
 template <bool Exact>
 __device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& exact, const double* in, std::size_t n,
                                                  std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
-                                                 unsigned lane) {
+                                                 unsigned lane, long long* spill_row = nullptr,
+                                                 unsigned* spill_flags = nullptr) {
   if constexpr (Exact) {
-    bool spilled = false;  // since the last carry
-    auto spill = [&](const double (&pending)[2]) { spilled = spill_warp(exact, pending, lane) || spilled; };
+    WarpSpillRow spill(spill_row, spill_flags, lane);
     sum_tiles_with<ExactDoubleLane>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
-      spilled = add_exact_double_tile(exact, lanes, lane) || spilled;
-      // A tile spills at most one piece per limb per element (and 128 per lane when its chains go
-      // in one by one): carried after such a tile, no limb comes near 2^63.
-      if (spilled) exact.carry(lane);
-      spilled = false;
+      add_exact_double_tile(exact, lanes, lane, spill);
+      // A tile hands on at most two pieces per limb per element: after a tile that did, the row
+      // joins the accumulator, which is carried, so that no limb comes near 2^63.
+      if (spill.flush(exact, lane)) exact.carry(lane);
     });
   } else {
     sum_tiles(in, n, tiles, first, step, aligned, lane, [&](DoubleLane (&lanes)[2]) {
@@ -400,9 +426,12 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     lane_exact.into(exact);
     exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
   } else {
+    __shared__ long long spill_rows[Exact ? warps : 1][Exact ? primitives::ExactSum<double>::kLimbs : 1];
+    __shared__ unsigned spill_flags[warps];
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      add_double_tiles<Exact>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane);
+      add_double_tiles<Exact>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
+                              spill_rows[Exact ? warp : 0], &spill_flags[warp]);
     }
   }
   unsigned long long* row = rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;

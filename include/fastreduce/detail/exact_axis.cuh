@@ -1,0 +1,161 @@
+// Mode::Exact along an axis by the fast kernels: the correctly rounded sum of each output, at the
+// speed of fast mode's paths for short rows and columns.
+//
+// An exact sum has no order, so it can be any reduction of the engine (detail/reduction.cuh):
+// ExactCheck folds each element into a double with add_if_exact (float, half and bfloat16 inputs)
+// or into an exact pair, a TwoSum running sum and its errors added with add_if_exact (doubles).
+// While every addition is exact, the state *is* the exact sum, and one IEEE rounding of it (a
+// conversion to float, or sum + error) is the correctly rounded result. Where an addition would
+// have rounded (data spread over more than about 2^29 within a float row, over about 2^53 for the
+// errors of a double row, or infinity and NaN), the output is written as NaN and a flag word is
+// set; exact_fixup_kernel then recomputes each NaN output from its elements into exact limbs
+// (shared-memory integer atomics), rounded once. An output whose exact sum is finite never comes
+// out NaN otherwise, and a true NaN is recomputed to NaN, so NaN is a safe mark.
+//
+// The flag word is zeroed on the stream before the main kernel; the fix-up kernel reads it first
+// and returns at once where nothing failed: one memset and an empty launch beside fast mode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "fastreduce/detail/axis_plan.hpp"
+#include "fastreduce/detail/exact_arith.hpp"
+#include "fastreduce/detail/exact_sum.cuh"
+#include "fastreduce/detail/grid_finish.cuh"
+#include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/detail/vector.cuh"
+
+namespace fastreduce::engine {
+
+// The longest rows or columns this way takes. A float-valued row fails the check with a
+// probability of about length^2 / 2^31 on uniform data (an element some 2^29 times smaller than
+// the running sum), so long float rows stay with the exact lanes (axis_repro.cuh), which spill
+// such an element instead of the whole row; a double row's errors fail only for data spread over
+// about 2^53. The bound also keeps the fix-up's limbs far from overflow (a piece below 2^32 per
+// element and limb).
+template <class A>
+inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? std::size_t(1) << 16 : 1024;
+
+// A float-valued output's partial: the exact sum so far, while ok.
+struct ExactSingle {
+  double sum;
+  bool ok;
+};
+
+template <class T>
+struct ExactCheck {
+  using A = acc_t<T, Sum>;
+  static constexpr bool kDouble = std::is_same_v<A, double>;
+  using Input = T;
+  using Input2 = NoInput;
+  using State = std::conditional_t<kDouble, primitives::ExactPair, ExactSingle>;
+  using Acc = State;
+  using Partial = State;
+  using Out = A;
+  static constexpr bool commutative = true;
+  static constexpr unsigned folds = 2;
+  static constexpr bool order_independent = true;
+  unsigned* failed;  // set (to 1) by project() where an output failed the check
+
+  __device__ __forceinline__ ExactCheck at(const T*) const { return *this; }
+  __host__ __device__ __forceinline__ State identity() const {
+    if constexpr (kDouble) return {0.0, 0.0, true};
+    else return {0.0, true};
+  }
+  __device__ __forceinline__ State start() const { return identity(); }
+  __device__ __forceinline__ State fold(State s, const T& x, std::size_t) const {
+    if constexpr (kDouble) {
+      const primitives::TwoSum t = primitives::two_sum(s.sum, x);
+      s.sum = t.sum;
+      s.ok = primitives::add_if_exact(s.error, t.error) && s.ok;  // refuses the NaN error of an overflow
+    } else {
+      s.ok = primitives::add_if_exact(s.sum, static_cast<double>(primitives::to_acc<float>(x))) && s.ok;
+    }
+    return s;
+  }
+  template <unsigned V>
+  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, std::size_t i) const {
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) s = fold(s, v.elem[k], i + k);
+    return s;
+  }
+  __device__ __forceinline__ State value(const State& s) const { return s; }
+  __device__ __forceinline__ State combine(const State& a, const State& b) const {
+    if constexpr (kDouble) {
+      return primitives::exact_pair_add(a, b);
+    } else {
+      State r = a;
+      r.ok = primitives::add_if_exact(r.sum, b.sum) && a.ok && b.ok;
+      return r;
+    }
+  }
+  __host__ __device__ __forceinline__ State partial(const State& a) const { return a; }
+  __device__ __forceinline__ State merge(const State& a, const State& b) const { return combine(a, b); }
+  __host__ __device__ __forceinline__ State partial_identity() const { return identity(); }
+  // The exact sum rounded once; NaN and the flag where a step would have rounded.
+  __device__ __forceinline__ A project(const State& p) const {
+    if (!p.ok) {
+      atomicOr(failed, 1u);
+      return static_cast<A>(__longlong_as_double(0x7FF8000000000000ll));
+    }
+    if constexpr (kDouble) return primitives::add_rn(p.sum, p.error);
+    else return __double2float_rn(p.sum);
+  }
+};
+
+struct ExactFixupArgs {
+  const unsigned* failed;
+  std::size_t outputs, length, inner;
+  std::int64_t outer_stride, length_stride, inner_stride;
+};
+
+inline constexpr unsigned kFixupThreads = 256;
+
+// Recomputes every NaN output of an ExactCheck launch, once it has set `failed`: a warp per such
+// output, its lanes adding the output's elements into a row of exact limbs with shared-memory
+// atomics, then rounding it once (finish_limb_row). Launched after the main kernels (a dependent
+// launch where the GPU has them).
+template <class T>
+__global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
+                                                                     ExactFixupArgs args) {
+  using A = acc_t<T, Sum>;
+  using primitives::ExactSum;
+  constexpr unsigned kWarps = kFixupThreads / 32;
+  constexpr unsigned W = ExactSum<A>::kLimbs;
+  constexpr unsigned K = ExactSum<A>::K;
+  __shared__ long long limbs[kWarps][W];
+  __shared__ unsigned specials[kWarps];
+  primitives::wait_for_prior_grid();
+  if (__ldcg(args.failed) == 0) return;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const std::size_t step = std::size_t(gridDim.x) * kWarps * 32;
+  for (std::size_t base = (std::size_t(blockIdx.x) * kWarps + warp) * 32; base < args.outputs; base += step) {
+    const std::size_t mine = base + lane;
+    const bool redo = mine < args.outputs && isnan(static_cast<double>(__ldcg(out + mine)));
+    for (unsigned mask = __ballot_sync(primitives::kFullMask, redo); mask != 0; mask &= mask - 1) {
+      const std::size_t q = base + static_cast<unsigned>(__ffs(mask) - 1);
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) limbs[warp][lane + 32 * k] = 0;
+      if (lane == 0) specials[warp] = 0;
+      __syncwarp();
+      const std::int64_t first = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
+                                 static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
+      for (std::size_t k = lane; k < args.length; k += 32) {
+        const T x = in[first + static_cast<std::int64_t>(k) * args.length_stride];
+        double d;
+        if constexpr (std::is_same_v<A, double>) d = x;
+        else d = static_cast<double>(primitives::to_acc<float>(x));
+        primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], d);
+      }
+      __syncwarp();
+      const A value = primitives::finish_limb_row<A>(limbs[warp], specials[warp], lane);
+      if (lane == 0) out[q] = value;
+      __syncwarp();  // the row is read before the next output clears it
+    }
+  }
+}
+
+}  // namespace fastreduce::engine
