@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fastreduce/detail/describe.hpp"
+#include "fastreduce/detail/exact_axis.cuh"
 #include "fastreduce/fastreduce.cuh"
 #include "exact_data.hpp"
 #include "gpu_test.hpp"
@@ -262,9 +263,10 @@ namespace {
 // lanes' paths.
 template <class T>
 void check_short_axes() {
+  FASTREDUCE_REQUIRE_GPU();
   namespace eng = fastreduce::engine;
   using A = Acc<T>;
-  constexpr std::size_t kMax = std::is_same_v<A, double> ? std::size_t(1) << 16 : 1024;
+  constexpr std::size_t kMax = eng::kExactCheckMaxLength<A>;
   std::mt19937_64 rng(test_seed());
   // Values that make a row fail the check: one huge value among the rest (half cannot hold one
   // large enough: a half row's exact sum always fits a double), infinity and NaN.
@@ -278,6 +280,7 @@ void check_short_axes() {
   };
   const std::vector<Shape> shapes = {
       {fr::Axis{4099, 1, 1}, true},         {fr::Axis{2053, 2, 1}, true},        {fr::Axis{1031, 33, 1}, true},
+      {fr::Axis{4099, 100, 1}, true},  // enough rows of over 256 bytes for a warp per row
       {fr::Axis{257, 256, 1}, true},        {fr::Axis{37, kMax, 1}, true},       {fr::Axis{5, kMax + 1, 1}, false},
       {fr::Axis{3, 5, 100}, true},          {fr::Axis{2, 1000, 33}, true},       {fr::Axis{1, 300, 7, fr::Axis::kContiguous, 1, 300}, true},
   };

@@ -33,10 +33,12 @@ namespace fastreduce::engine {
 // probability of about length^2 / 2^31 on uniform data (an element some 2^29 times smaller than
 // the running sum), so long float rows stay with the exact lanes (axis_repro.cuh), which spill
 // such an element instead of the whole row; a double row's errors fail only for data spread over
-// about 2^53. The bound also keeps the fix-up's limbs far from overflow (a piece below 2^32 per
-// element and limb).
+// about 2^53. Rows with infinity or NaN, or data spread that wide, fail whatever their length, and
+// the fix-up (a warp per failed output, one element per lane at a time) is slow on long ones: the
+// same bound of 4096 for doubles keeps that cost near the exact lanes'. The bound also keeps the
+// fix-up's limbs far from overflow (a piece below 2^32 per element and limb).
 template <class A>
-inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? std::size_t(1) << 16 : 1024;
+inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? 4096 : 1024;
 
 // A float-valued output's partial: the exact sum so far, while ok.
 struct ExactSingle {
