@@ -73,7 +73,7 @@ struct ExactCheck {
       s.sum = t.sum;
       s.ok = primitives::add_if_exact(s.error, t.error) && s.ok;  // refuses the NaN error of an overflow
     } else {
-      s.ok = primitives::add_if_exact(s.sum, static_cast<double>(primitives::to_acc<float>(x))) && s.ok;
+      s.ok = primitives::add_if_exact(s.sum, primitives::to_acc<double>(x)) && s.ok;
     }
     return s;
   }
@@ -146,11 +146,8 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
       const std::int64_t first = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
                                  static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
       for (std::size_t k = lane; k < args.length; k += 32) {
-        const T x = in[first + static_cast<std::int64_t>(k) * args.length_stride];
-        double d;
-        if constexpr (std::is_same_v<A, double>) d = x;
-        else d = static_cast<double>(primitives::to_acc<float>(x));
-        primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], d);
+        const double x = primitives::to_acc<double>(in[first + static_cast<std::int64_t>(k) * args.length_stride]);
+        primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
       }
       __syncwarp();
       const A value = primitives::finish_limb_row<A>(limbs[warp], specials[warp], lane);

@@ -326,8 +326,7 @@ using primitives::ExactPair;
 // Mode::Exact, doubles, at the end of a tile: the warp's 64 chains (a sum and an error each) meet
 // in a fixed xor butterfly of exact pairs, and the tile's pair goes into the warp's accumulator
 // (two additions, as the reproducible sum's double-double). Where some addition would round
-// (data spread over more than about 2^50), every lane's chains go in one by one instead. Returns
-// whether that happened.
+// (data spread over more than about 2^50), every lane's chains go to `spill` instead.
 __device__ __forceinline__ void add_exact_double_tile(primitives::ExactSum<double>& exact,
                                                       const ExactDoubleLane (&lanes)[2], unsigned lane,
                                                       WarpSpillRow& spill) {
