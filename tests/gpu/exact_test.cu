@@ -259,8 +259,8 @@ namespace {
 
 // Short rows and columns take fast mode's paths with the exact check (detail/exact_axis.cuh); the
 // few outputs whose check fails (a value far larger than the rest, infinity, NaN) are recomputed
-// by the fix-up, and only those: the others keep what the check wrote. Longer ones keep the exact
-// lanes' paths.
+// by the fix-up. Every output is held to the exact reference; which outputs the fix-up touched is
+// not observed here. Longer rows keep the exact lanes' paths.
 template <class T>
 void check_short_axes() {
   FASTREDUCE_REQUIRE_GPU();
