@@ -9,6 +9,8 @@
 #   scripts/gpu-check.sh                     # build test sanitize arch ladder profile bench ops axis gpus accuracy
 #   scripts/gpu-check.sh build test
 #   scripts/gpu-check.sh build tier3          # the GPU tier three times, fresh seeds each time
+#   TIER_SHARDS=4 scripts/gpu-check.sh tier3  # ... each run as four parallel shards
+#   PY_RUNS=3 PY_BENCH=--quick scripts/gpu-check.sh python  # the Python package, its GPU tier, its bench
 #   scripts/gpu-check.sh build axisops        # bench-axis of every op of the family against Sum (and torch)
 #   CMAKE_ARGS=-DFASTREDUCE_CCCL_RFA_INCLUDE=/path/to/cccl-3.5/include scripts/gpu-check.sh build exact
 #                                             # Mode::Exact against fast mode and CCCL's gpu_to_gpu Sum
@@ -40,12 +42,32 @@ build() {
   summary+=("build $(basename "$dir") ($*): ok in $(( $(date +%s) - start )) s")
 }
 
-# gpu_tier DIR LABEL: the GPU tests of a build (FirstCall.* in a process of its own).
+# gpu_tier DIR LABEL: the GPU tests of a build (FirstCall.* in a process of its own). With
+# TIER_SHARDS=k > 1 the tests run as k gtest shards in parallel processes (their CPU references
+# dominate the time) beside one process for Axis.* (its last test checks that the others took
+# every path), then SharedGpu.* alone (it times reductions against a kernel holding SMs).
 gpu_tier() {
-  local dir=$1 label=$2 rc
-  "$dir/fastreduce_gpu_tests" --gtest_filter=-FirstCall.* > "$OUT/gpu_tests_$label.log" 2>&1; rc=$?
-  "$dir/fastreduce_gpu_tests" --gtest_filter=FirstCall.* >> "$OUT/gpu_tests_$label.log" 2>&1 || rc=1
-  summary+=("gpu tests ($label): $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/gpu_tests_$label.log" | tr '\n' ' ') rc=$rc")
+  local dir=$1 label=$2 rc=0 shards=${TIER_SHARDS:-1}
+  local log="$OUT/gpu_tests_$label.log"
+  if [ "$shards" -gt 1 ]; then
+    local pids=() i
+    for ((i = 0; i < shards; i++)); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$dir/fastreduce_gpu_tests" \
+        --gtest_filter=-FirstCall.*:SharedGpu.*:Axis.* > "$log.shard$i" 2>&1 &
+      pids+=($!)
+    done
+    "$dir/fastreduce_gpu_tests" --gtest_filter=Axis.* > "$log.shardaxis" 2>&1 &
+    pids+=($!)
+    for i in "${pids[@]}"; do wait "$i" || rc=1; done
+    "$dir/fastreduce_gpu_tests" --gtest_filter=SharedGpu.* > "$log.shared" 2>&1 || rc=1
+    cat "$log".shard* "$log.shared" > "$log" && rm -f "$log".shard* "$log.shared"
+  else
+    "$dir/fastreduce_gpu_tests" --gtest_filter=-FirstCall.* > "$log" 2>&1 || rc=1
+  fi
+  "$dir/fastreduce_gpu_tests" --gtest_filter=FirstCall.* >> "$log" 2>&1 || rc=1
+  local passed
+  passed=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$log" | awk '{s += $4} END {print s + 0}')
+  summary+=("gpu tests ($label): $passed passed; $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log") failed lines; $(grep -E '^\[  (FAILED|SKIPPED)  \] [0-9]' "$log" | tr '\n' ' ') rc=$rc")
   grep -E '^\[  FAILED|Failure' "$OUT/gpu_tests_$label.log" | head -20
   [ $rc -ne 0 ] && status=1
   return 0
@@ -65,8 +87,8 @@ if want test; then
 fi
 if want tier3; then
   # A test that fails one run in three is a failing test: three runs, each drawing fresh seeds.
-  for run in 1 2 3; do
-    step "GPU tier, run $run of 3"
+  for run in $(seq 1 "${TIER_RUNS:-3}"); do
+    step "GPU tier, run $run of ${TIER_RUNS:-3}"
     gpu_tier "$BIN" "run$run"
   done
 fi
@@ -88,6 +110,29 @@ if want sanitize; then
       "$BIN/fastreduce_gpu_tests" --gtest_filter='MultiRank.Nccl*' > "$OUT/sanitize_memcheck_nccl.log" 2>&1; rc=$?
     summary+=("sanitizer memcheck (NCCL tests): $(grep -E '^\[  PASSED|ERROR SUMMARY' "$OUT/sanitize_memcheck_nccl.log" | tail -2 | tr '\n' ' ') rc=$rc")
     [ $rc -ne 0 ] && status=1
+  fi
+fi
+if want python; then
+  # The Python package from this tree (no package index there: its build needs come installed), its
+  # GPU tier PY_RUNS times (fresh seeds each), and with PY_BENCH set (arguments of
+  # `python -m fastreduce.bench`) the per-call bench against torch.
+  step "Python package, tests and bench"
+  start=$(date +%s)
+  if CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-deps --no-index . \
+      > "$OUT/pip.log" 2>&1; then
+    summary+=("python package: installed in $(( $(date +%s) - start )) s")
+    for run in $(seq 1 "${PY_RUNS:-1}"); do
+      python3 -m pytest -q -rs -p no:cacheprovider tests/python > "$OUT/pytest_run$run.log" 2>&1 || status=1
+      summary+=("pytest run $run: $(tail -1 "$OUT/pytest_run$run.log")")
+    done
+    if [ -n "${PY_BENCH:-}" ]; then
+      # shellcheck disable=SC2086
+      python3 -m fastreduce.bench $PY_BENCH --csv "$OUT/python_bench.csv" > "$OUT/python_bench.txt" 2>&1 || status=1
+    fi
+  else
+    tail -20 "$OUT/pip.log"
+    summary+=("python package: pip install failed")
+    status=1
   fi
 fi
 if want arch; then

@@ -18,12 +18,21 @@
 // Input types: float, double, __half, __nv_bfloat16, bool and every standard integer type, by
 // its size and signedness (long long and long, char and signed char, ... reduce alike). Any other
 // type fails to compile, naming the type (the `reducible` constraint below).
-// Accumulators, acc_t<T, Op>:
+// Accumulators and results, acc_t<T, Op>:
 //   - integers of 4 and 8 bytes reduce in their own type and wrap like CUB's;
 //   - integers of 1 and 2 bytes and bool sum and multiply into std::int64_t, as PyTorch does (the
 //     sum of a mask counts its true values); their Min, Max and bitwise ops keep the input type;
 //   - float and double in their own type; __half and __nv_bfloat16 are converted and accumulated
 //     as float, and the result is a float.
+// Other result types, chosen by d_out's type (the overloads below; the kernels write them, so no
+// conversion kernel runs before or after the reduction):
+//   - __half and __nv_bfloat16 inputs, d_out of the input's own type: the float result rounded
+//     once into it (Mode::Exact: the exact sum rounded once into it; Mode::Reproducible: its
+//     compensated total, held exactly in its limbs, rounded once into it);
+//   - 4-byte integers' Sum and Prod, d_out of 8-byte integers (std::int64_t for signed inputs,
+//     std::uint64_t for unsigned): accumulated in them, as PyTorch and NumPy sum int32.
+// A size query (d_temp null) sizes the storage for every result type of T and Op, whatever d_out's
+// type, so a null d_out of any type may be passed to it.
 // Min and Max propagate NaN.
 //
 // Results are deterministic: the same input (at the same address modulo 16 bytes), op, device
@@ -146,7 +155,31 @@ cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, a
                          Op op, cudaStream_t stream, const Options& opt);
 template <class T, class Op>
 acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt);
+template <class T, class Op>
+cudaError_t reduce_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, std::size_t n, Op op,
+                                cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+cudaError_t reduce_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in,
+                              std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>* d_out, std::size_t n,
+                              Op op, cudaStream_t stream, const Options& opt);
 }  // namespace detail
+
+// A reduction of T with Op whose result may be written in T itself: half and bfloat16 inputs
+// (accumulated in float, rounded once into T when the result is written).
+template <class T, class Op>
+concept narrow_result =
+    reducible<T, Op> && (std::is_same_v<storage_t<T>, __half> || std::is_same_v<storage_t<T>, __nv_bfloat16>);
+
+// The 8-byte integer a 4-byte integer type's sums and products may be accumulated in.
+template <class T>
+using wide_t = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+
+// A reduction of T with Op whose result may be accumulated and written in wide_t<T>: Sum and Prod
+// of 4-byte integers, W (the output's element type) an 8-byte integer of T's signedness.
+template <class T, class Op, class W>
+concept wide_result = reducible<T, Op> && std::integral<T> && sizeof(T) == 4 &&
+                      (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>) && std::integral<W> &&
+                      !std::is_const_v<W> && std::is_same_v<storage_t<W>, wide_t<storage_t<T>>>;
 
 // Enqueues the reduction of d_in[0, n) with `op` into *d_out. Returns cudaSuccess or the error:
 //   cudaErrorInvalidValue         d_in null with n > 0, d_out null, temp_bytes too small,
@@ -166,6 +199,27 @@ cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, a
   static_assert(sizeof(acc_t<T, Op>) == sizeof(acc_t<S, Op>));
   return detail::reduce_async<S, Op>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
                                      reinterpret_cast<acc_t<S, Op>*>(d_out), n, op, stream, opt);
+}
+
+// The same, with the result in the input's own type (__half or __nv_bfloat16): the float result
+// rounded once to nearest even (Mode::Exact: the exact sum rounded once). d_out needs the
+// alignment of T.
+template <class T, class Op = Sum, class O>
+  requires narrow_result<T, Op> && std::is_same_v<O, T>
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, O* d_out, std::size_t n, Op op = {},
+                         cudaStream_t stream = 0, const Options& opt = {}) {
+  return detail::reduce_async_narrow<T, Op>(d_temp, temp_bytes, d_in, d_out, n, op, stream, opt);
+}
+
+// The same for 4-byte integers' Sum and Prod into 8-byte integers (std::int64_t for signed
+// inputs, std::uint64_t for unsigned), accumulated in them.
+template <class T, class Op = Sum, class W>
+  requires wide_result<T, Op, W>
+cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, W* d_out, std::size_t n, Op op = {},
+                         cudaStream_t stream = 0, const Options& opt = {}) {
+  using S = storage_t<T>;
+  return detail::reduce_async_wide<S, Op>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
+                                          reinterpret_cast<wide_t<S>*>(d_out), n, op, stream, opt);
 }
 
 // Same as reduce(), on `stream`.
@@ -207,6 +261,24 @@ template <class T, class Op, class Offset>
 cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
                                   std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
                                   cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+cudaError_t reduce_axis_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, const Axis& axis,
+                                     Op op, cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+void reduce_axis_narrow(cudaStream_t stream, const T* d_in, T* d_out, const Axis& axis, Op op, const Options& opt);
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out,
+                                         std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                                         cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+cudaError_t reduce_axis_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in, wide_t<T>* d_out,
+                                   const Axis& axis, Op op, cudaStream_t stream, const Options& opt);
+template <class T, class Op>
+void reduce_axis_wide(cudaStream_t stream, const T* d_in, wide_t<T>* d_out, const Axis& axis, Op op, const Options& opt);
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in, wide_t<T>* d_out,
+                                       std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                                       cudaStream_t stream, const Options& opt);
 }  // namespace detail
 
 // Enqueues the axis reduction (two-phase contract and errors as reduce_async; also
@@ -224,6 +296,24 @@ cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_
                                           reinterpret_cast<acc_t<S, Op>*>(d_out), axis, op, stream, opt);
 }
 
+// The same, with results in the input's own type (__half, __nv_bfloat16; see reduce_async).
+template <class T, class Op = Sum, class O>
+  requires narrow_result<T, Op> && std::is_same_v<O, T>
+cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, O* d_out, Axis axis, Op op = {},
+                              cudaStream_t stream = 0, const Options& opt = {}) {
+  return detail::reduce_axis_async_narrow<T, Op>(d_temp, temp_bytes, d_in, d_out, axis, op, stream, opt);
+}
+
+// The same for 4-byte integers' Sum and Prod into 8-byte integers (see reduce_async).
+template <class T, class Op = Sum, class W>
+  requires wide_result<T, Op, W>
+cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, W* d_out, Axis axis, Op op = {},
+                              cudaStream_t stream = 0, const Options& opt = {}) {
+  using S = storage_t<T>;
+  return detail::reduce_axis_async_wide<S, Op>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
+                                               reinterpret_cast<wide_t<S>*>(d_out), axis, op, stream, opt);
+}
+
 // Blocking: reduces on the default stream into d_out (device memory) and waits for it. Throws
 // fastreduce::Error naming the bad argument or the failing CUDA call.
 template <class T, class Op = Sum>
@@ -232,6 +322,18 @@ void reduce_axis(const T* d_in, acc_t<T, Op>* d_out, Axis axis, Op op = {}, cons
   using S = storage_t<T>;
   detail::reduce_axis<S, Op>(cudaStream_t{}, reinterpret_cast<const S*>(d_in), reinterpret_cast<acc_t<S, Op>*>(d_out),
                              axis, op, opt);
+}
+template <class T, class Op = Sum, class O>
+  requires narrow_result<T, Op> && std::is_same_v<O, T>
+void reduce_axis(const T* d_in, O* d_out, Axis axis, Op op = {}, const Options& opt = {}) {
+  detail::reduce_axis_narrow<T, Op>(cudaStream_t{}, d_in, d_out, axis, op, opt);
+}
+template <class T, class Op = Sum, class W>
+  requires wide_result<T, Op, W>
+void reduce_axis(const T* d_in, W* d_out, Axis axis, Op op = {}, const Options& opt = {}) {
+  using S = storage_t<T>;
+  detail::reduce_axis_wide<S, Op>(cudaStream_t{}, reinterpret_cast<const S*>(d_in), reinterpret_cast<wide_t<S>*>(d_out),
+                                  axis, op, opt);
 }
 
 // Enqueues d_out[s] = op over d_in[d_begin[s], d_end[s]) for s < num_segments (CUB's segmented
@@ -250,6 +352,32 @@ cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T
                                                  reinterpret_cast<acc_t<S, Op>*>(d_out), num_segments,
                                                  reinterpret_cast<const O*>(d_begin),
                                                  reinterpret_cast<const O*>(d_end), op, stream, opt);
+}
+
+// The same, with results in the input's own type (__half, __nv_bfloat16; see reduce_async).
+template <class T, class Op = Sum, class Out, class Offset>
+  requires narrow_result<T, Op> && std::is_same_v<Out, T> && segment_offset<Offset>
+cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, Out* d_out,
+                                  std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op = {},
+                                  cudaStream_t stream = 0, const Options& opt = {}) {
+  using O = offset_storage_t<Offset>;
+  return detail::reduce_segments_async_narrow<T, Op, O>(d_temp, temp_bytes, d_in, d_out, num_segments,
+                                                        reinterpret_cast<const O*>(d_begin),
+                                                        reinterpret_cast<const O*>(d_end), op, stream, opt);
+}
+
+// The same for 4-byte integers' Sum and Prod into 8-byte integers (see reduce_async).
+template <class T, class Op = Sum, class W, class Offset>
+  requires wide_result<T, Op, W> && segment_offset<Offset>
+cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, W* d_out,
+                                  std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op = {},
+                                  cudaStream_t stream = 0, const Options& opt = {}) {
+  using S = storage_t<T>;
+  using O = offset_storage_t<Offset>;
+  return detail::reduce_segments_async_wide<S, Op, O>(d_temp, temp_bytes, reinterpret_cast<const S*>(d_in),
+                                                      reinterpret_cast<wide_t<S>*>(d_out), num_segments,
+                                                      reinterpret_cast<const O*>(d_begin),
+                                                      reinterpret_cast<const O*>(d_end), op, stream, opt);
 }
 
 // Releases the cached temporary storage of reduce()/reduce_on() on every device. Call it when no

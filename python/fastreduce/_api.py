@@ -198,14 +198,32 @@ def _split(shape, dims, keepdim):
     return kept, out_shape, length, outputs
 
 
-def _reduce_view(name, op, v, dims, keepdim, mode_code, stream, alloc, copy_contiguous, record, temp_alloc):
+_RESULT_ACC, _RESULT_NARROW, _RESULT_WIDE = 0, 1, 2  # _core.reduce's result kinds
+
+
+def _result_kind(op, code, want_code):
+    """What the engine writes (_core.reduce's result kind) for op over code when the caller wants
+    want_code: float16/bfloat16 in their own type (rounded once by the engine), int32/uint32 sums
+    and products in 64 bits (accumulated in them), else the engine's accumulator type."""
+    if code in _NARROW and want_code == code:
+        return _RESULT_NARROW
+    if op in ("sum", "prod") and code in (_I32, _U32) and want_code in (_I64, _U64):
+        return _RESULT_WIDE
+    return _RESULT_ACC
+
+
+def _reduce_view(name, op, v, dims, keepdim, mode_code, stream, alloc, copy_contiguous, record, temp_alloc,
+                 result_kind=_RESULT_ACC, out_code=None):
     """Reduces view v over dims into a new array from alloc(shape, code); returns it. `record`, a
     list (or None), receives (folded axes, output shape, engine type) when the input was read in
-    place. temp_alloc as _captured's."""
+    place. temp_alloc as _captured's. result_kind: as _result_kind; out_code: the type allocated for
+    _RESULT_WIDE (int64 or uint64: the engine writes the same bits). The engine type recorded is the
+    type the engine writes."""
     kept, out_shape, length, outputs = _split(v.shape, dims, keepdim)
     if length == 0 and op in ("amin", "amax") and outputs > 0:
         raise RuntimeError(f"fastreduce.{name}: the reduced dims of the input are empty (no identity for {name})")
-    acc = _engine_acc(op, v.code)
+    acc = (v.code if result_kind == _RESULT_NARROW else out_code if result_kind == _RESULT_WIDE
+           else _engine_acc(op, v.code))
     result = alloc(out_shape, acc)
     if outputs == 0:
         return result[0]
@@ -215,7 +233,7 @@ def _reduce_view(name, op, v, dims, keepdim, mode_code, stream, alloc, copy_cont
         folded = (outputs, length, 1, length, 1, 1)
     elif record is not None:
         record.append((folded, out_shape, acc))
-    args = (v.code, _OPS[op], mode_code, v.ptr, *folded, result[1], stream, v.device)
+    args = (v.code, _OPS[op], mode_code, v.ptr, *folded, result[1], result_kind, stream, v.device)
     need = _core.reduce(*args)
     if need:
         _captured(_core.reduce, args, need, temp_alloc)
@@ -229,16 +247,21 @@ def _mode_code(name, mode):
 
 
 def _check_mode(name, mode, op=None, code=None, want=None):
-    """The mode's code for _core; RuntimeError where the mode has no form of the call. want: the
-    result's type code (mode="exact" rounds the exact sum once, into float32 or float64)."""
+    """The mode's code for _core; RuntimeError where the mode has no form of the call. code: the
+    input's type code as given (before any dtype= conversion); want: the result's (mode="exact"
+    rounds the exact sum of the input's values once, into float32 or float64, or into a
+    float16/bfloat16 input's own type: a dtype= that converts the elements first, or a result
+    narrower than the input, would round twice)."""
     m = _mode_code(name, mode)
     if m != 0 and op == "prod" and code not in _INTEGER:
         raise RuntimeError(f"fastreduce.{name}: {mode} mode has no floating-point prod (it makes sums "
                            f"{mode}; integer ops, amin and amax are exact in every mode)")
-    if m == 2 and op == "sum" and code in _FLOATS and want not in (_F32, _F64):
-        raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact sum once, into float32 or float64: pass "
-                           f"dtype=float32 (or float64) for {_dtype_name(code)} input (a second rounding into the input's "
-                           "type would not be exact)")
+    # The input's values are held exactly by the result type: its own, or a wider float.
+    exact_into = {_F16: (_F16, _F32, _F64), _BF16: (_BF16, _F32, _F64), _F32: (_F32, _F64), _F64: (_F64,)}
+    if m == 2 and op == "sum" and code in _FLOATS and want not in exact_into.get(code, ()):
+        raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact sum of the input's values once, into "
+                           f"the input's type or a wider float, not {_dtype_name(want) if want is not None else want} "
+                           f"for {_dtype_name(code)} input (a second rounding would not be exact)")
     return m
 
 
@@ -300,24 +323,26 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
         except TypeError:  # an unhashable dim or mode: the checks below say which
             key, plan = None, None
         if plan is not None:
-            code, op_code, mode_code, folded, out_shape, acc, want = plan
+            code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
             device = x.get_device()
             result = x.new_empty(out_shape, dtype=acc)
             stream = _torch_stream(torch, device)
-            args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), stream, device)
+            args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, stream, device)
             need = _core.reduce(*args)
             if need:
                 _captured(_core.reduce, args, need, _torch_temp(torch, x))
             return result if want is None else result.to(want)
     else:
         key = None
+    in_code = _torch_tables(torch)[0].get(x.dtype) if isinstance(x, torch.Tensor) else None  # before any dtype=
     x, code, by_code, want = _torch_input(torch, name, x, dtype)
-    if want is None:  # (int32 and uint32 sums: int64, as after the widening below)
+    if want is None:  # (int32 and uint32 sums: int64, accumulated so by the engine)
         want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
-    mode_code = _check_mode(name, mode, op, code, _torch_tables(torch)[0].get(want))
-    if op in ("sum", "prod") and code in (_I32, _U32):
-        x = x.to(torch.int64)  # torch sums these into int64 without wrapping
-        code = _I64
+    want_code = _torch_tables(torch)[0].get(want)
+    mode_code = _check_mode(name, mode, op, in_code, want_code)
+    # float16/bfloat16 results in their own type and int32/uint32 sums in int64 (torch's, no wrap):
+    # written so by the engine, with no conversion before or after it.
+    kind = _result_kind(op, code, want_code)
     dims = _dims(dim, x.dim(), name)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     stream = _torch_stream(torch, device)
@@ -325,11 +350,11 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
     result = _reduce_view(name, op, v, dims, keepdim, mode_code, stream, alloc, copy_contiguous, record,
-                          _torch_temp(torch, x))
+                          _torch_temp(torch, x), kind, want_code)
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
         folded, out_shape, acc = record[0]
         _plan_put(_plans, key, (code, _OPS[op], mode_code, folded, out_shape, by_code[acc],
-                                None if by_code[acc] == want else want))
+                                None if by_code[acc] == want else want, kind))
     if result.dtype != want:
         result = result.to(want)
     if out is not None:
@@ -383,30 +408,30 @@ def _cupy_callbacks(cupy, name, x, device):
 
 def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
     wanted = _NAME_CODES.get(str(cupy.dtype(dtype if dtype is not None else x.dtype)))
-    mode_code = _check_mode(name, mode, op, wanted, wanted)
+    mode_code = _check_mode(name, mode, op, _NAME_CODES.get(str(x.dtype)), wanted)
     if dtype is not None and cupy.dtype(dtype) != x.dtype:
         narrow = x.dtype == cupy.float16 and cupy.dtype(dtype) == cupy.float32
         if not narrow:
             x = x.astype(dtype)
     code, shape, strides, ptr = _cai_view(name, x)
-    if op in ("sum", "prod") and code in (_I32, _U32):  # NumPy sums these into 64 bits, no wrap
-        x = x.astype(cupy.int64 if code == _I32 else cupy.uint64)
-        code, shape, strides, ptr = _cai_view(name, x)
     dims = _dims(dim, len(shape), name)
     device = x.device.id
+    unsigned = code in (_U8, _U16, _U32, _U64)
+    want = cupy.dtype(dtype) if dtype is not None else (
+        x.dtype if code in _NARROW or op in ("amin", "amax")
+        else cupy.dtype("uint64" if unsigned else _dtype_name(_result_code(op, code))))
     with cupy.cuda.Device(device):
         s = cupy.cuda.get_current_stream()
         stream = s.ptr
         alloc, copy_contiguous, keep = _cupy_callbacks(cupy, name, x, device)
 
+        want_code = _NAME_CODES.get(str(want))
+        # NumPy sums int32/uint32 into 64 bits, no wrap: the engine accumulates in them.
         result = _reduce_view(name, op, _View(ptr, code, shape, strides, device), dims, keepdim, mode_code, stream,
-                              alloc, copy_contiguous, None, _cupy_temp(cupy))
+                              alloc, copy_contiguous, None, _cupy_temp(cupy), _result_kind(op, code, want_code),
+                              want_code)
         if _cupy_capturing(s):  # every array the graph reads or writes outlives it (see _cupy_captured)
             _cupy_captured.append((x, keep, result))
-        unsigned = code in (_U8, _U16, _U32, _U64)
-        want = cupy.dtype(dtype) if dtype is not None else (
-            x.dtype if code in _NARROW or op in ("amin", "amax")
-            else cupy.dtype("uint64" if unsigned else _dtype_name(_result_code(op, code))))
         if result.dtype != want:
             result = result.astype(want)
         if out is not None:
@@ -567,9 +592,11 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     inputs sum into int64; float16 and bfloat16 accumulate in float32 and return their own type
     unless dtype asks for another. mode="reproducible": floating-point sums are compensated and
     their bits are the same on every GPU and for every batch (each output equals the sum of its
-    own elements alone). mode="exact": the exact sum rounded once into float32 or float64 (pass
-    dtype=float32 for float16 and bfloat16 inputs), a function of the data alone. The work is
-    enqueued on the framework's current stream; nothing waits.
+    own elements alone). mode="exact": the exact sum rounded once into the result's type (float16
+    and bfloat16 too: the engine rounds into them itself), a function of the data alone. The work
+    is enqueued on the framework's current stream; nothing waits. float16/bfloat16 results and
+    int32/uint32 sums in 64 bits are written by the engine itself, with no conversion before or
+    after it (dtype= other than those, and out=, still convert).
     """
     return _reduce("sum", "sum", x, dim, keepdim, dtype, out, mode)
 

@@ -1,5 +1,5 @@
 def reduce(code: int, op: int, mode: int, ptr: int, outer: int, length: int, inner: int, outer_stride: int,
-           length_stride: int, inner_stride: int, out: int, stream: int, device: int, temp: int = 0,
+           length_stride: int, inner_stride: int, out: int, result: int, stream: int, device: int, temp: int = 0,
            temp_bytes: int = 0) -> int: ...
 def reduce_family(code: int, op: int, param: int, mode: int, ptr: int, ptr2: int, outer: int, length: int,
                   inner: int, outer_stride: int, length_stride: int, inner_stride: int, out: int, out2: int,

@@ -138,7 +138,7 @@ def main(argv=None):
                                         set(range(x.dim())) if dim is None else {x.dim() - 1})
                     stream = _api._torch_stream(torch, device)
                     methods["engine"] = lambda: _core.reduce(_api._F32, _api._OPS["sum"], 0, x.data_ptr(), *folded,
-                                                             out.data_ptr(), stream, device)
+                                                             out.data_ptr(), 0, stream, device)
                     if cupy is not None:
                         cx = cupy.asarray(x)
                         methods["cupy.sum"] = functools.partial(cx.sum, **({} if dim is None else {"axis": dim}))

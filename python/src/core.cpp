@@ -161,54 +161,72 @@ struct OnDevice {
   }
 };
 
+// The type of the results (reduce's `result` argument): the engine's accumulator (acc_t<T, Op>),
+// the input's own type (float16, bfloat16: rounded once by the engine's finish step), or 8 bytes
+// (int32 and uint32 sums and products, accumulated in them).
+enum ResultKind { ResultAcc = 0, ResultNarrow = 1, ResultWide = 2 };
+
 template <class T, class Op>
-std::size_t run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream_t stream,
+std::size_t run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, int result, cudaStream_t stream,
                 const fr::Options& opt, int device, std::uintptr_t temp, std::size_t temp_bytes) {
-  using A = fr::acc_t<T, Op>;
   const T* d_in = reinterpret_cast<const T*>(in);
-  A* d_out = reinterpret_cast<A*>(out);
-  return execute(device, stream, 0, temp, temp_bytes, [&](void*, void* storage, std::size_t& bytes, const char**) {
-    return fr::reduce_axis_async<T, Op>(storage, bytes, d_in, d_out, axis, Op{}, stream, opt);
-  });
+  auto go = [&](auto* d_out) {
+    return execute(device, stream, 0, temp, temp_bytes, [&](void*, void* storage, std::size_t& bytes, const char**) {
+      return fr::reduce_axis_async(storage, bytes, d_in, d_out, axis, Op{}, stream, opt);
+    });
+  };
+  if (result == ResultNarrow) {
+    if constexpr (fr::narrow_result<T, Op>) return go(reinterpret_cast<T*>(out));
+    throw std::invalid_argument("fastreduce: results in the input's type are for float16 and bfloat16");
+  }
+  if (result == ResultWide) {
+    if constexpr (std::is_integral_v<T> && sizeof(T) == 4 && fr::wide_result<T, Op, fr::wide_t<T>>) {
+      return go(reinterpret_cast<fr::wide_t<T>*>(out));
+    }
+    throw std::invalid_argument("fastreduce: 64-bit results are for int32 and uint32 sums and products");
+  }
+  if (result != ResultAcc) throw std::invalid_argument("fastreduce: unknown result kind");
+  return go(reinterpret_cast<fr::acc_t<T, Op>*>(out));
 }
 
 template <class T>
-std::size_t run_op(int op, const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, cudaStream_t stream,
+std::size_t run_op(int op, const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, int result, cudaStream_t stream,
                    const fr::Options& opt, int device, std::uintptr_t temp, std::size_t temp_bytes) {
   switch (op) {
-    case OpSum: return run<T, fr::Sum>(axis, in, out, stream, opt, device, temp, temp_bytes);
-    case OpProd: return run<T, fr::Prod>(axis, in, out, stream, opt, device, temp, temp_bytes);
-    case OpMin: return run<T, fr::Min>(axis, in, out, stream, opt, device, temp, temp_bytes);
-    case OpMax: return run<T, fr::Max>(axis, in, out, stream, opt, device, temp, temp_bytes);
+    case OpSum: return run<T, fr::Sum>(axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case OpProd: return run<T, fr::Prod>(axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case OpMin: return run<T, fr::Min>(axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case OpMax: return run<T, fr::Max>(axis, in, out, result, stream, opt, device, temp, temp_bytes);
     default: throw std::invalid_argument("fastreduce: unknown op code");
   }
 }
 
 // out[o * inner + i] = op over k < length of in[o * outer_stride + k * length_stride + i * inner_stride],
 // on `device`, enqueued on `stream` (a cudaStream_t as an integer). Strides in elements. The built-in
-// ops (sum, prod, min, max); temporary storage as the header says.
+// ops (sum, prod, min, max); `out` holds results of the type `result` says (ResultKind).
+// Temporary storage as the header says.
 std::size_t reduce(int code, int op, int mode, std::uintptr_t in, std::size_t outer, std::size_t length,
                    std::size_t inner, std::int64_t outer_stride, std::int64_t length_stride, std::int64_t inner_stride,
-                   std::uintptr_t out, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
+                   std::uintptr_t out, int result, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
                    std::size_t temp_bytes) {
   const fr::Options opt{.mode = mode_of(mode)};
   OnDevice on(device);
   const fr::Axis axis{outer, length, inner, outer_stride, length_stride, inner_stride};
   auto* stream = reinterpret_cast<cudaStream_t>(stream_handle);
   switch (code) {
-    case Bool: return run_op<bool>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case I8: return run_op<std::int8_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case U8: return run_op<std::uint8_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case I16: return run_op<std::int16_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case U16: return run_op<std::uint16_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case I32: return run_op<std::int32_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case U32: return run_op<std::uint32_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case I64: return run_op<std::int64_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case U64: return run_op<std::uint64_t>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case F16: return run_op<__half>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case BF16: return run_op<__nv_bfloat16>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case F32: return run_op<float>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
-    case F64: return run_op<double>(op, axis, in, out, stream, opt, device, temp, temp_bytes);
+    case Bool: return run_op<bool>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case I8: return run_op<std::int8_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case U8: return run_op<std::uint8_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case I16: return run_op<std::int16_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case U16: return run_op<std::uint16_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case I32: return run_op<std::int32_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case U32: return run_op<std::uint32_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case I64: return run_op<std::int64_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case U64: return run_op<std::uint64_t>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case F16: return run_op<__half>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case BF16: return run_op<__nv_bfloat16>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case F32: return run_op<float>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
+    case F64: return run_op<double>(op, axis, in, out, result, stream, opt, device, temp, temp_bytes);
     default: throw std::invalid_argument("fastreduce: unknown type code");
   }
 }
@@ -276,9 +294,11 @@ NB_MODULE(_core, m) {
   m.doc() = "fastreduce's engine on raw device pointers (use the functions of the fastreduce package)";
   m.def("reduce", &reduce, nb::arg("code"), nb::arg("op"), nb::arg("mode"), nb::arg("ptr"), nb::arg("outer"),
         nb::arg("length"), nb::arg("inner"), nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"),
-        nb::arg("out"), nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
-        "The built-in ops (0 sum, 1 prod, 2 min, 3 max); returns 0 once enqueued, or (capturing, no temp given) "
-        "the temporary bytes to pass in a second call");
+        nb::arg("out"), nb::arg("result"), nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0,
+        nb::arg("temp_bytes") = 0,
+        "The built-in ops (0 sum, 1 prod, 2 min, 3 max); results (result) 0 in the engine's accumulator type, "
+        "1 in the float16/bfloat16 input's own, 2 in 8 bytes (int32/uint32 sum and prod); returns 0 once enqueued, "
+        "or (capturing, no temp given) the temporary bytes to pass in a second call");
   m.def("reduce_family", &reduce_family, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("mode"),
         nb::arg("ptr"), nb::arg("ptr2"), nb::arg("outer"), nb::arg("length"), nb::arg("inner"),
         nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"), nb::arg("out"), nb::arg("out2"),

@@ -4,3 +4,4 @@
 using namespace fastreduce;
 
 FASTREDUCE_INSTANTIATE_FLOATING(__nv_bfloat16)
+FASTREDUCE_INSTANTIATE_NARROW_ALL(__nv_bfloat16)

@@ -4,3 +4,4 @@
 using namespace fastreduce;
 
 FASTREDUCE_INSTANTIATE_FLOATING(__half)
+FASTREDUCE_INSTANTIATE_NARROW_ALL(__half)

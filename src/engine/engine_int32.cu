@@ -4,3 +4,4 @@
 using namespace fastreduce;
 
 FASTREDUCE_INSTANTIATE_INTEGER(std::int32_t)
+FASTREDUCE_INSTANTIATE_WIDE_ALL(std::int32_t)

@@ -4,3 +4,4 @@
 using namespace fastreduce;
 
 FASTREDUCE_INSTANTIATE_INTEGER(std::uint32_t)
+FASTREDUCE_INSTANTIATE_WIDE_ALL(std::uint32_t)

@@ -220,6 +220,57 @@ TEST(ExactArith, RoundScaledFoldsTheBitsBelowIntoAStickyBit) {
   check_sticky<prim::kBfloat16Format>(seed + 3);
 }
 
+namespace {
+
+// round_double: a double (any exponent, subnormals, both signs, ties of the narrow format, values
+// past its range) rounded once, against the reference's rounding of the same value.
+template <prim::BinaryFormat F>
+void check_round_double(std::uint64_t seed) {
+  using Info = Format<F>;
+  std::mt19937_64 rng(seed);
+  constexpr int p = F.precision;
+  int rounded = 0;
+  for (int i = 0; i < 100000; ++i) {
+    double x = 0;
+    switch (rng() % 4) {
+      case 0: x = std::bit_cast<double>((rng() & ~(0x7FFull << 52)) | (std::uint64_t(rng() % 2047) << 52)); break;  // any finite
+      case 1: x = std::ldexp(static_cast<double>(rng() >> 11), F.min_exponent - 70 + static_cast<int>(rng() % (F.bias + 100)) - 53); break;
+      case 2: {  // a tie of F: p + 1 significant bits, the last one set
+        const double m = static_cast<double>((rng() >> (64 - p)) | (1ull << (p - 1))) * 2 + 1;
+        x = std::ldexp(m, F.min_exponent - p + static_cast<int>(rng() % (F.bias + 10)));
+        break;
+      }
+      default: x = std::ldexp(static_cast<double>(rng() % 64), F.min_exponent - p - 3 + static_cast<int>(rng() % 8)); break;  // subnormals of F
+    }
+    if (rng() % 2) x = -x;
+    if (!std::isfinite(x) || x == 0) continue;  // (the reference's sum has no signed zero: checked below)
+    ExactReference r;
+    r.add(x);
+    const double expected = r.rounded(p, F.min_exponent, F.bias);
+    ASSERT_EQ(prim::round_double<F>(x), Info::bits(expected)) << std::hexfloat << x << " expected " << expected;
+    rounded += std::fabs(x) == std::fabs(expected) ? 0 : 1;
+  }
+  EXPECT_GT(rounded, 10000);  // most values were rounded
+  EXPECT_EQ(prim::round_double<F>(-0.0), std::uint64_t(1) << (F.width - 1));  // zeros keep their sign
+  EXPECT_EQ(prim::round_double<F>(0.0), 0u);
+}
+
+}  // namespace
+
+TEST(ExactArith, RoundDoubleRoundsOnceIntoEveryNarrowerFormat) {
+  SEED_TRACE("RoundDouble");
+  check_round_double<prim::kFloatFormat>(seed);
+  check_round_double<prim::kHalfFormat>(seed + 1);
+  check_round_double<prim::kBfloat16Format>(seed + 2);
+  // Against the host's own conversions: float, and _Float16 (correctly rounded in software).
+  std::mt19937_64 rng(seed + 3);
+  for (int i = 0; i < 100000; ++i) {
+    const double x = std::ldexp(static_cast<double>(rng() >> 11) - static_cast<double>(1ull << 52), -static_cast<int>(rng() % 90));
+    EXPECT_EQ(prim::round_double<prim::kFloatFormat>(x), std::bit_cast<std::uint32_t>(static_cast<float>(x)));
+    EXPECT_EQ(prim::round_double<prim::kHalfFormat>(x), std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)));
+  }
+}
+
 TEST(ExactArith, RoundScaledAtTheEdgesOfDouble) {
   const std::uint64_t largest = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::max());
   const std::uint64_t infinity = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity());

@@ -61,6 +61,17 @@ def test_fold_gives_up_on_interleaved_dims():
     assert _api._fold((2, 3, 4, 5), (60, 20, 5, 1), {1, 3}) is None
 
 
+def test_result_kinds():
+    C = _api
+    assert C._result_kind("sum", C._BF16, C._BF16) == C._RESULT_NARROW  # rounded once by the engine
+    assert C._result_kind("amax", C._F16, C._F16) == C._RESULT_NARROW
+    assert C._result_kind("sum", C._BF16, C._F32) == C._RESULT_ACC  # dtype=float32: the engine's float
+    assert C._result_kind("sum", C._I32, C._I64) == C._RESULT_WIDE  # accumulated in int64, no copy
+    assert C._result_kind("prod", C._U32, C._U64) == C._RESULT_WIDE
+    assert C._result_kind("amax", C._I32, C._I32) == C._RESULT_ACC
+    assert C._result_kind("sum", C._F32, C._F32) == C._RESULT_ACC
+
+
 def test_modes_are_checked():
     C = _api
     with pytest.raises(ValueError, match="'fast', 'reproducible' or 'exact'"):
@@ -73,10 +84,12 @@ def test_modes_are_checked():
     assert C._check_mode("sum", "exact", "sum", C._BF16, C._F32) == 2  # dtype=float32: rounded once
     assert C._check_mode("sum", "exact", "sum", C._I32, C._I64) == 2  # integers are exact already
     assert C._check_mode("amax", "exact", "amax", C._F16, C._F16) == 2
-    with pytest.raises(RuntimeError, match="dtype=float32"):
-        C._check_mode("sum", "exact", "sum", C._F16, C._F16)  # a second rounding, into float16
-    with pytest.raises(RuntimeError, match="dtype=float32"):
-        C._check_mode("sum", "exact", "sum", C._BF16, C._BF16)
+    assert C._check_mode("sum", "exact", "sum", C._F16, C._F16) == 2  # the engine rounds once into float16
+    assert C._check_mode("sum", "exact", "sum", C._BF16, C._BF16) == 2
+    assert C._check_mode("sum", "exact", "sum", C._F32, C._F64) == 2  # every float32 is a float64
+    for code, want in ((C._BF16, C._F16), (C._F32, C._F16), (C._F64, C._F32), (C._F32, C._BF16)):
+        with pytest.raises(RuntimeError, match="a second rounding"):
+            C._check_mode("sum", "exact", "sum", code, want)
     for mode in ("reproducible", "exact"):
         with pytest.raises(RuntimeError, match="no floating-point prod"):
             C._check_mode("prod", mode, "prod", C._F32, C._F32)
@@ -224,11 +237,11 @@ def test_op_codes_match_the_module():
 @pytest.mark.skipif(fr.is_available(), reason="a GPU is present (the GPU tier runs)")
 def test_no_device_is_a_clear_runtime_error():
     with pytest.raises(RuntimeError, match="fastreduce: "):
-        _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
+        _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce_family(11, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
-        _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 4096)
+        _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 0, 4096)
 
 
 def test_cpu_torch_tensor_is_a_type_error():
@@ -239,7 +252,7 @@ def test_cpu_torch_tensor_is_a_type_error():
 
 def test_unknown_mode_codes_are_value_errors():
     with pytest.raises(ValueError, match="mode code"):
-        _core.reduce(11, 0, 3, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0)
+        _core.reduce(11, 0, 3, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="mode code"):
         _core.reduce_family(11, 18, 0, -1, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
 

@@ -144,6 +144,13 @@ def test_keepdim_out_and_dtypes():
     assert abs(fr.sum(h, dtype=torch.float32).item() - h.double().sum().item()) < 1e-3
     big = torch.full((1 << 20,), 2 ** 20, dtype=torch.int32, device=DEV)  # wraps in int32, not in int64
     assert fr.sum(big).item() == 2 ** 40
+    # int32 sums and products accumulate in int64 inside the engine (no widening copy), on every layout.
+    m = torch.randint(-2 ** 31, 2 ** 31 - 1, (513, 300), dtype=torch.int32, device=DEV)
+    f = torch.tensor([-1, 1, 3], dtype=torch.int32, device=DEV)[torch.randint(0, 3, (513, 300), device=DEV)]  # odd: never 0 mod 2^64
+    for v, w, d in ((m, f, 1), (m, f, 0), (m.t(), f.t(), 1), (m[::2, 1:], f[::2, 1:], (0, 1))):
+        assert torch.equal(fr.sum(v, dim=d), v.sum(dim=d)), d
+        assert torch.equal(fr.prod(w, dim=d if isinstance(d, int) else None),
+                           w.prod(dim=d) if isinstance(d, int) else w.prod()), d
 
 
 def test_errors():
@@ -203,6 +210,8 @@ def test_cupy_arrays():
     assert isinstance(r, cupy.ndarray) and r.shape == (37,)
     assert cupy.allclose(r, x.sum(axis=0), atol=1e-4)
     assert fr.sum(cupy.arange(10, dtype=cupy.int32)).dtype == cupy.int64
+    u = cupy.full(1 << 20, 2 ** 31, dtype=cupy.uint32)  # NumPy's rule: uint32 sums into uint64, no wrap
+    assert fr.sum(u).dtype == cupy.uint64 and int(fr.sum(u)) == 2 ** 51
     assert float(fr.amax(x[:, ::3])) == float(x[:, ::3].max())
 
 
@@ -650,10 +659,37 @@ def _exact_rounded(values, bits):
     return float(min(neighbours, key=lambda c: (abs(Fraction(float(c)) - exact), int(np.array(c).view(np.int32)) & 1)))
 
 
+_NARROW_TABLES = {}
+
+
+def _exact_rounded_narrow(values, dtype):
+    """The exact sum of float16/bfloat16 values (as a NumPy float array), rounded once to nearest
+    even into `dtype` (a torch dtype): the nearest of all finite values of the type, found by
+    bisection over the 65536 bit patterns, ties to the even pattern, past the range infinity."""
+    import bisect
+    from fractions import Fraction
+    if dtype not in _NARROW_TABLES:
+        patterns = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype).double().tolist()
+        finite = sorted({(v, b) for b, v in zip(range(-32768, 32768), patterns) if math.isfinite(v) and v != 0 or b == 0},
+                        key=lambda t: t[0])
+        _NARROW_TABLES[dtype] = ([Fraction(v) for v, _ in finite], [v for v, _ in finite], [b for _, b in finite])
+    keys, floats, patterns = _NARROW_TABLES[dtype]
+    exact = sum((Fraction(float(v)) for v in values.tolist()), Fraction(0))
+    largest = keys[-1]
+    ulp = largest - keys[-2]
+    if abs(exact) >= largest + ulp / 2:
+        return math.copysign(math.inf, exact)
+    i = bisect.bisect_left(keys, exact)
+    candidates = [j for j in (i - 1, i) if 0 <= j < len(keys)]
+    best = min(candidates, key=lambda j: (abs(keys[j] - exact), patterns[j] & 1))
+    return floats[best]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_exact_sum_is_correctly_rounded(dtype):
     """mode="exact": the correctly rounded sum, bit for bit, on wide-range and cancelling data, at
-    aligned and misaligned addresses; float16/bfloat16 with dtype=float32 (rounded once)."""
+    aligned and misaligned addresses; float16/bfloat16 rounded once into their own type, and with
+    dtype=float32 into float32."""
     import numpy as np
     seed = random.randrange(1 << 30)
     rng = np.random.default_rng(seed)
@@ -674,6 +710,10 @@ def test_exact_sum_is_correctly_rounded(dtype):
                 got = fr.sum(v, mode="exact", **kwargs)
                 assert got.dtype == (torch.float64 if bits == 64 else torch.float32)
                 assert got.item() == want, (dtype, n, offset, got.item(), want, "seed", seed)
+                if dtype in ("float16", "bfloat16"):
+                    own = fr.sum(v, mode="exact")
+                    assert own.dtype == tdtype
+                    assert own.item() == _exact_rounded_narrow(values, tdtype), (dtype, n, offset, "seed", seed)
 
 
 def test_exact_mode_rules():
@@ -682,8 +722,9 @@ def test_exact_mode_rules():
     assert torch.equal(fr.argmax(x, dim=1, mode="exact"), fr.argmax(x, dim=1))
     i = torch.randint(-100, 100, (1000,), device=DEV, dtype=torch.int32)
     assert fr.sum(i, mode="exact").item() == int(i.sum().item())
-    with pytest.raises(RuntimeError, match="dtype=float32"):
-        fr.sum(x.half(), mode="exact")
+    assert fr.sum(x.half(), mode="exact").dtype == torch.float16  # rounded once by the engine
+    with pytest.raises(RuntimeError, match="second rounding"):
+        fr.sum(x, mode="exact", dtype=torch.float16)  # the elements would be rounded first
     # Along a dim, strided and transposed too: every output the exact sum of its own elements.
     seed = random.randrange(1 << 30)
     g = torch.Generator(device=DEV).manual_seed(seed)
@@ -703,3 +744,25 @@ def test_exact_mode_rules():
         assert got.dtype == torch.float32 and got.cpu().tolist() == want, ("seed", seed, dtype)
     with pytest.raises(RuntimeError, match="prod"):
         fr.prod(x, mode="exact")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("op", ["sum", "prod", "amin", "amax"])
+def test_narrow_results_are_rounded_once_by_the_engine(dtype, op):
+    """float16/bfloat16 results come out of the engine in their own type: the float32 result
+    (dtype=float32; amin/amax: torch's) rounded once, for every layout; out= and keepdim too."""
+    g = torch.Generator(device=DEV).manual_seed(random.randrange(1 << 30))
+    x = (torch.rand(257, 1031, generator=g, device=DEV) * (0.02 if op == "prod" else 4.0)
+         + (0.99 if op == "prod" else -2.0)).to(dtype)
+    fn = getattr(fr, op)
+    for v, dim in ((x, None), (x, 1), (x, 0), (x.t(), 1), (x[:, 1:], 1), (x[::2], (0, 1))):
+        got = fn(v, dim=dim) if dim is not None else fn(v)
+        if op in ("amin", "amax"):  # exact in any type: torch's own
+            wide = getattr(torch, op)(v.float(), dim=dim) if dim is not None else getattr(torch, op)(v.float())
+        else:
+            wide = fn(v, dim=dim, dtype=torch.float32) if dim is not None else fn(v, dtype=torch.float32)
+        assert got.dtype == dtype
+        assert torch.equal(got.view(torch.int16), wide.to(dtype).view(torch.int16)), (op, dim)
+    out = torch.empty(257, device=DEV, dtype=dtype)
+    assert fn(x, dim=1, out=out) is out and torch.equal(out, fn(x, dim=1))
+    assert fn(x, dim=1, keepdim=True).shape == (257, 1)

@@ -188,17 +188,18 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
 // place (`out`).
 template <class T, bool Exact = false>
 cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d_in, unsigned long long* pieces,
-                              acc_t<T, Sum>* out, cudaStream_t stream) {
+                              acc_t<T, Sum>* out, primitives::ResultType result, cudaStream_t stream) {
   using A = acc_t<T, Sum>;
   using RK = ReproAxisKernels<T, Exact>;
   if (P.path == AxisPath::ReproRows) {
     const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
-    const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out};
+    const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out, result};
     return P.group == 1 ? launch(RK::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
                         : launch(RK::rows_block, P.grid, kReproThreads, 0, stream, false, args);
   }
   const ReproColumnsArgs<T, A> args{d_in,    L.outputs(),  L.length, L.inner, L.outer_stride, L.length_stride,
-                                    L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk, P.items, pieces, out};
+                                    L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk, P.items, pieces, out,
+                                    result};
   return launch(RK::columns, P.grid, kReproThreads, 0, stream, false, args);
 }
 
@@ -220,13 +221,14 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
     if constexpr (is_reproducible_sum_v<R>) {
       auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
       cudaError_t status = with_exact_lanes(launch_plan.exact, [&]<bool Exact>() {
-        return launch_repro_axis<typename R::Input, Exact>(L, Q, in.x, pieces, d_out, stream);
+        return launch_repro_axis<typename R::Input, Exact>(L, Q, in.x, pieces, reinterpret_cast<typename R::Acc*>(d_out),
+                                                           kResultType<R>, stream);
       });
       if (status == cudaSuccess && Q.combine) {
         const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
         status = launch(ReproAxisKernels<typename R::Input>::finish, grid, kReproThreads, 0, stream,
                         launch_plan.dependent, static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
-                        d_out);
+                        reinterpret_cast<typename R::Acc*>(d_out), kResultType<R>);
       }
       return status;
     }
@@ -309,7 +311,7 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
     if (layout.length == 0 || layout.length > kExactCheckMaxLength<typename R::Acc>) return false;
     Options fast = opt;
     fast.mode = Mode::Fast;
-    using C = ExactCheck<typename R::Input>;
+    using C = ExactCheck<typename R::Input, typename R::Out>;
     if (plan_axis_launch<C>(axis, inputs_t<C>{in.x}, fast, device, out, nullptr) != cudaSuccess) return false;
     const AxisPath path = out.plan.path;
     return path != AxisPath::Flat && path != AxisPath::Nothing && path != AxisPath::Identity;
@@ -326,7 +328,7 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
                                     typename R::Out* d_out, cudaStream_t stream, const Options& opt, int device,
                                     const char** message) {
   using T = typename R::Input;
-  using C = ExactCheck<T>;
+  using C = ExactCheck<T, typename R::Out>;
   const std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
   if (d_temp == nullptr) {
     temp_bytes = needed;
@@ -353,8 +355,10 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
     const unsigned grid = static_cast<unsigned>(
         std::clamp<std::size_t>((L.outputs() + kOutputsPerBlock - 1) / kOutputsPerBlock, 1, resident));
     const bool dependent = compute_major(device) >= 9 && fixup.ptx_version >= 90;
-    status = launch(exact_fixup_kernel<T>, grid, kFixupThreads, 0, stream, dependent, in.x, d_out,
-                    ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride});
+    status = launch(exact_fixup_kernel<T>, grid, kFixupThreads, 0, stream, dependent, in.x,
+                    reinterpret_cast<typename R::Acc*>(d_out),
+                    ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride,
+                                   kResultType<R>});
   }
   if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
   return status;
@@ -380,7 +384,7 @@ cudaError_t plan_repro_pieces(const AxisLayout& layout, const Options& opt, int 
 template <class T>
 cudaError_t launch_repro_pieces(const PiecesPlan& plan, const T* d_in, unsigned long long* pieces, cudaStream_t stream) {
   if (plan.empty) return cudaSuccess;
-  return launch_repro_axis<T>(plan.layout, plan.plan, d_in, pieces, nullptr, stream);
+  return launch_repro_axis<T>(plan.layout, plan.plan, d_in, pieces, nullptr, primitives::ResultType::Acc, stream);
 }
 
 // The axis reduction's temporary storage, whatever the inputs' alignment.
@@ -541,7 +545,8 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       using A = typename R::Acc;
       const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(
           count, opt.max_blocks > 0 ? opt.max_blocks : std::size_t(std::numeric_limits<int>::max())));
-      const ReproRowsArgs<SegmentViews<T, Offset>, A> args{{in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, d_out};
+      const ReproRowsArgs<SegmentViews<T, Offset>, A> args{
+          {in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, reinterpret_cast<A*>(d_out), kResultType<R>};
       return with_exact_lanes(exact, [&]<bool Exact>() {
         return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact>, grid, kReproThreads, 0,
                       stream, false, args);
@@ -584,31 +589,140 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
 
 namespace fastreduce::detail {
 
+// A size query of any of the axis entry points below (every result type of T and Op).
+template <class T, class Op>
+cudaError_t reduce_axis_size(std::size_t& temp_bytes, const T* d_in, const Axis& axis, Op op, cudaStream_t stream,
+                             const Options& opt) {
+  return engine::size_for_every_result<T, Op>(temp_bytes, [&]<class R>(std::size_t& bytes) {
+    return engine::reduce_axis_async_impl<R>(nullptr, bytes, {d_in}, nullptr, axis, R{op}, stream, opt);
+  });
+}
+
+// A size query of any of the segmented entry points below.
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_size(std::size_t& temp_bytes, const T* d_in, std::size_t num_segments,
+                                 const Offset* d_begin, const Offset* d_end, Op op, cudaStream_t stream,
+                                 const Options& opt) {
+  return engine::size_for_every_result<T, Op>(temp_bytes, [&]<class R>(std::size_t& bytes) {
+    return engine::reduce_segments_async_impl<R, Offset>(nullptr, bytes, {d_in}, nullptr, num_segments, d_begin, d_end,
+                                                         R{op}, stream, opt);
+  });
+}
+
+// The axis and segmented entry points of every result type (reduction R): a size query answers for
+// all of them, a call runs R.
+template <class R, class T, class Op>
+cudaError_t axis_entry(void* d_temp, std::size_t& temp_bytes, const T* d_in, typename R::Out* d_out, const Axis& axis,
+                       Op op, cudaStream_t stream, const Options& opt) {
+  if (d_temp == nullptr) return reduce_axis_size<T, Op>(temp_bytes, d_in, axis, op, stream, opt);
+  return engine::reduce_axis_async_impl<R>(d_temp, temp_bytes, {d_in}, d_out, axis, R{op}, stream, opt);
+}
+template <class R, class T, class Op, class Offset>
+cudaError_t segments_entry(void* d_temp, std::size_t& temp_bytes, const T* d_in, typename R::Out* d_out,
+                           std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                           cudaStream_t stream, const Options& opt) {
+  if (d_temp == nullptr) {
+    return reduce_segments_size<T, Op, Offset>(temp_bytes, d_in, num_segments, d_begin, d_end, op, stream, opt);
+  }
+  return engine::reduce_segments_async_impl<R, Offset>(d_temp, temp_bytes, {d_in}, d_out, num_segments, d_begin, d_end,
+                                                       R{op}, stream, opt);
+}
+// The blocking axis reduction of R.
+template <class R, class T, class Op>
+void axis_blocking(cudaStream_t stream, const T* d_in, typename R::Out* d_out, const Axis& axis, Op op,
+                   const Options& opt) {
+  engine::run_blocking_void(stream, "fastreduce::reduce_axis", [&](void* temp, std::size_t& bytes, const char** message) {
+    return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, R{op}, stream, opt, message);
+  });
+}
+
 template <class T, class Op>
 cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
                               const Axis& axis, Op op, cudaStream_t stream, const Options& opt) {
-  return engine::reduce_axis_async_impl<engine::builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, axis, {op}, stream,
-                                                                  opt);
+  return axis_entry<engine::builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, axis, op, stream, opt);
 }
 
 template <class T, class Op>
 void reduce_axis(cudaStream_t stream, const T* d_in, acc_t<T, Op>* d_out, const Axis& axis, Op op, const Options& opt) {
-  using R = engine::builtin_t<T, Op>;
-  engine::run_blocking_void(stream, "fastreduce::reduce_axis", [&](void* temp, std::size_t& bytes, const char** message) {
-    return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, R{op}, stream, opt, message);
-  });
+  axis_blocking<engine::builtin_t<T, Op>>(stream, d_in, d_out, axis, op, opt);
 }
 
 template <class T, class Op, class Offset>
 cudaError_t reduce_segments_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out,
                                   std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
                                   cudaStream_t stream, const Options& opt) {
-  return engine::reduce_segments_async_impl<engine::builtin_t<T, Op>, Offset>(d_temp, temp_bytes, {d_in}, d_out,
-                                                                              num_segments, d_begin, d_end, {op},
-                                                                              stream, opt);
+  return segments_entry<engine::builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, num_segments, d_begin, d_end, op,
+                                                  stream, opt);
+}
+
+// Results in the input's own type (half, bfloat16): the kernels with a narrowing projection.
+template <class T, class Op>
+cudaError_t reduce_axis_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, const Axis& axis,
+                                     Op op, cudaStream_t stream, const Options& opt) {
+  return axis_entry<engine::narrow_builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, axis, op, stream, opt);
+}
+template <class T, class Op>
+void reduce_axis_narrow(cudaStream_t stream, const T* d_in, T* d_out, const Axis& axis, Op op, const Options& opt) {
+  axis_blocking<engine::narrow_builtin_t<T, Op>>(stream, d_in, d_out, axis, op, opt);
+}
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out,
+                                         std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                                         cudaStream_t stream, const Options& opt) {
+  return segments_entry<engine::narrow_builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, num_segments, d_begin, d_end,
+                                                         op, stream, opt);
+}
+
+// 4-byte integers' sums and products accumulated and written in 8 bytes.
+template <class T, class Op>
+cudaError_t reduce_axis_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in, wide_t<T>* d_out,
+                                   const Axis& axis, Op op, cudaStream_t stream, const Options& opt) {
+  return axis_entry<engine::wide_builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, axis, op, stream, opt);
+}
+template <class T, class Op>
+void reduce_axis_wide(cudaStream_t stream, const T* d_in, wide_t<T>* d_out, const Axis& axis, Op op, const Options& opt) {
+  axis_blocking<engine::wide_builtin_t<T, Op>>(stream, d_in, d_out, axis, op, opt);
+}
+template <class T, class Op, class Offset>
+cudaError_t reduce_segments_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in, wide_t<T>* d_out,
+                                       std::size_t num_segments, const Offset* d_begin, const Offset* d_end, Op op,
+                                       cudaStream_t stream, const Options& opt) {
+  return segments_entry<engine::wide_builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, num_segments, d_begin, d_end, op,
+                                                       stream, opt);
 }
 
 }  // namespace fastreduce::detail
+
+#define FASTREDUCE_INSTANTIATE_SEGMENTS_WIDE(T, Op, Offset)                                                       \
+  template cudaError_t fastreduce::detail::reduce_segments_async_wide<T, Op, Offset>(                            \
+      void*, std::size_t&, const T*, fastreduce::wide_t<T>*, std::size_t, const Offset*, const Offset*, Op,       \
+      cudaStream_t, const fastreduce::Options&);
+
+// The axis and segmented entry points of 4-byte integers' sums and products in 8 bytes.
+#define FASTREDUCE_INSTANTIATE_AXIS_WIDE(T, Op)                                                                    \
+  template cudaError_t fastreduce::detail::reduce_axis_async_wide<T, Op>(                                         \
+      void*, std::size_t&, const T*, fastreduce::wide_t<T>*, const fastreduce::Axis&, Op, cudaStream_t,           \
+      const fastreduce::Options&);                                                                               \
+  template void fastreduce::detail::reduce_axis_wide<T, Op>(cudaStream_t, const T*, fastreduce::wide_t<T>*,      \
+                                                            const fastreduce::Axis&, Op, const fastreduce::Options&); \
+  FASTREDUCE_INSTANTIATE_SEGMENTS_WIDE(T, Op, std::int32_t)                                                      \
+  FASTREDUCE_INSTANTIATE_SEGMENTS_WIDE(T, Op, std::int64_t)                                                      \
+  FASTREDUCE_INSTANTIATE_SEGMENTS_WIDE(T, Op, std::uint64_t)
+
+#define FASTREDUCE_INSTANTIATE_SEGMENTS_NARROW(T, Op, Offset)                                                  \
+  template cudaError_t fastreduce::detail::reduce_segments_async_narrow<T, Op, Offset>(                        \
+      void*, std::size_t&, const T*, T*, std::size_t, const Offset*, const Offset*, Op, cudaStream_t,          \
+      const fastreduce::Options&);
+
+// The axis and segmented entry points with results in the input's own type.
+#define FASTREDUCE_INSTANTIATE_AXIS_NARROW(T, Op)                                                                \
+  template cudaError_t fastreduce::detail::reduce_axis_async_narrow<T, Op>(                                     \
+      void*, std::size_t&, const T*, T*, const fastreduce::Axis&, Op, cudaStream_t, const fastreduce::Options&); \
+  template void fastreduce::detail::reduce_axis_narrow<T, Op>(cudaStream_t, const T*, T*, const fastreduce::Axis&, \
+                                                              Op, const fastreduce::Options&);                 \
+  FASTREDUCE_INSTANTIATE_SEGMENTS_NARROW(T, Op, std::int32_t)                                                  \
+  FASTREDUCE_INSTANTIATE_SEGMENTS_NARROW(T, Op, std::int64_t)                                                  \
+  FASTREDUCE_INSTANTIATE_SEGMENTS_NARROW(T, Op, std::uint64_t)
 
 #define FASTREDUCE_INSTANTIATE_SEGMENTS(T, Op, Offset)                                                           \
   template cudaError_t fastreduce::detail::reduce_segments_async<T, Op, Offset>(                                \

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_tile_kernel(TileArgs<R> arg
       }
       Acc acc = u.value(st);
       for (unsigned offset = group / 2; offset > 0; offset /= 2) acc = u.combine(acc, primitives::shfl_xor(acc, offset));
-      if (r < rows && rank == 0) args.out[r0 + r] = u.project(u.partial(acc));
+      if (r < rows && rank == 0) write_result(u, args.out, r0 + r, u.partial(acc));
     }
     __syncthreads();  // every row is read before the next tile is staged
   }
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kAxisThreads, kRowsMinBlocks<Group, R>) axis_r
       acc = primitives::block_reduce<kAxisThreads>(acc, combiner_of(u), storage, u.identity());
     }
     if (rank == 0) {
-      if (args.chunks == 1) args.out[r] = u.project(u.partial(acc));
+      if (args.chunks == 1) write_result(u, args.out, r, u.partial(acc));
       else args.partials[item] = u.partial(acc);
     }
     if constexpr (Group != 32) __syncthreads();  // warp 0 is done with `storage`
@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(kAxisThreads) combine_row_pieces_kernel(const 
     P acc = r.partial_identity();
     for (unsigned c = lane; c < chunks; c += 32) acc = r.merge(acc, primitives::load_from_l2(partials + q * chunks + c));
     acc = primitives::warp_reduce(acc, merger_of(r));
-    if (lane == 0) out[q] = r.project(acc);
+    if (lane == 0) write_result(r, out, q, acc);
   }
 }
 
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_columns_kernel(ColumnsArgs<
       const R uc = red.at(args.in.x + column_start(i));
       Acc v = uc.identity();
       for (unsigned l = 0; l < args.lanes; ++l) v = uc.combine(v, stage[l * columns + j]);
-      if (args.chunks == 1) args.out[o * args.inner + i] = uc.project(uc.partial(v));
+      if (args.chunks == 1) write_result(uc, args.out, o * args.inner + i, uc.partial(v));
       else args.partials[(o * args.chunks + piece) * args.inner + i] = uc.partial(v);
     }
     __syncthreads();  // `stage` is read before the next item writes it
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(kAxisThreads) combine_column_pieces_kernel(con
     if (warp == 0 && q < outer * inner) {
       P total = stage[0][lane];
       for (unsigned w = 1; w < kAxisWarps; ++w) total = r.merge(total, stage[w][lane]);
-      out[q] = r.project(total);
+      write_result(r, out, q, total);
     }
     __syncthreads();  // `stage` is read before the next round writes it
   }
@@ -421,7 +421,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_strided_kernel(StridedArgs<
       s = fold_element(u, s, base, static_cast<std::int64_t>(k) * args.length_stride, k);
     }
     const typename R::Acc acc = primitives::warp_reduce(u.value(s), combiner_of(u));
-    if (lane == 0) args.out[q] = u.project(u.partial(acc));
+    if (lane == 0) write_result(u, args.out, q, u.partial(acc));
   }
 }
 

@@ -57,6 +57,7 @@ struct ReproRowsArgs {
   std::size_t tiles_per_chunk;
   unsigned long long* pieces;  // not null: a row of kExactRowWords<A> words per item, else out is written
   A* out;
+  primitives::ResultType result;  // the type of out's elements (ResultType::Acc: A)
 };
 
 // WarpsPerRow warps sum a row (or a piece of it) with the 1-D code: their tiles round the warps.
@@ -121,8 +122,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
       for (unsigned g = 1; g < WarpsPerRow; ++g) special |= specials[warp + g];
       __syncwarp();
       if (args.pieces == nullptr) {
-        const A value = primitives::finish_limb_row<A>(slots[warp], special, lane);
-        if (lane == 0) args.out[r] = value;
+        primitives::store_limb_row<T>(args.out, r, args.result, slots[warp], special, lane);
       } else {
         unsigned long long* piece = args.pieces + item * primitives::kExactRowWords<A>;
 #pragma unroll
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
 template <class A>
 __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(const unsigned long long* pieces,
                                                                             std::size_t outputs, unsigned chunks,
-                                                                            A* out) {
+                                                                            A* out, primitives::ResultType result) {
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
   constexpr unsigned W = ExactSum<A>::kLimbs;
@@ -161,8 +161,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(cons
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = acc[k];
     __syncwarp();
-    const A value = primitives::finish_limb_row<A>(slots[warp], special, lane);
-    if (lane == 0) out[q] = value;
+    primitives::store_limb_row<primitives::AnyNarrow>(out, q, result, slots[warp], special, lane);
     __syncwarp();
   }
 }
@@ -179,6 +178,7 @@ struct ReproColumnsArgs {
   std::size_t items;  // col_blocks * chunks
   unsigned long long* pieces;  // not null: per output and piece, a row of kExactRowWords<A> words, else out is written
   A* out;
+  primitives::ResultType result;  // the type of out's elements (ResultType::Acc: A)
 };
 
 // Element k of an output's column, as the 1-D sum reads it: +0.0 past the end.
@@ -383,8 +383,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
       const std::size_t qv = cb * width + v;
       if (qv >= args.outputs) break;
       if (args.pieces == nullptr) {
-        const A value = primitives::finish_limb_row<A>(limbs[v], specials[v], lane);
-        if (lane == 0) args.out[qv] = value;
+        primitives::store_limb_row<T>(args.out, qv, args.result, limbs[v], specials[v], lane);
       } else {
         // The piece's limbs, carried into 32-bit magnitudes with their sign applied, so that any
         // number of pieces add up without overflow.

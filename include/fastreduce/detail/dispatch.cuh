@@ -25,15 +25,49 @@
 
 namespace fastreduce::engine {
 
-// A built-in reduction of T with Op (fastreduce.cuh's acc_t).
+// A built-in reduction of T with Op (fastreduce.cuh's acc_t), and the same with results in T
+// itself (half, bfloat16).
 template <class T, class Op>
 using builtin_t = Builtin<T, Op, acc_t<T, Op>>;
+template <class T, class Op>
+using narrow_builtin_t = Builtin<T, Op, acc_t<T, Op>, T>;
+// 4-byte integers' sums and products accumulated and written in 8 bytes.
+template <class T, class Op>
+using wide_builtin_t = Builtin<T, Op, wide_t<T>, wide_t<T>>;
 
-// The reproducible sum's kernels serve the built-in floating-point sums.
+// 4-byte integers' sums and products may be written in 8 bytes.
+template <class T, class Op>
+inline constexpr bool kWidenable =
+    std::is_integral_v<T> && sizeof(T) == 4 && (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>);
+
+// A size query's answer for T and Op: the largest storage over every result type the call could
+// name (size(R, bytes) answers for reduction R), so that it does not depend on d_out's type and
+// a null d_out of any type may be passed to it.
+template <class T, class Op, class Size>
+cudaError_t size_for_every_result(std::size_t& temp_bytes, const Size& size) {
+  std::size_t bytes = 0;
+  auto take = [&]<class R>() -> cudaError_t {
+    std::size_t more = 0;
+    if (cudaError_t e = size.template operator()<R>(more); e != cudaSuccess) return e;
+    bytes = std::max(bytes, more);
+    return cudaSuccess;
+  };
+  if (cudaError_t e = take.template operator()<builtin_t<T, Op>>(); e != cudaSuccess) return e;
+  if constexpr (primitives::kNarrowResult<T> != primitives::ResultType::Acc) {
+    if (cudaError_t e = take.template operator()<narrow_builtin_t<T, Op>>(); e != cudaSuccess) return e;
+  }
+  if constexpr (kWidenable<T, Op>) {
+    if (cudaError_t e = take.template operator()<wide_builtin_t<T, Op>>(); e != cudaSuccess) return e;
+  }
+  temp_bytes = bytes;
+  return cudaSuccess;
+}
+
+// The reproducible sum's kernels serve the built-in floating-point sums, whatever their result type.
 template <class R>
 inline constexpr bool is_reproducible_sum_v = false;
-template <class T>
-inline constexpr bool is_reproducible_sum_v<Builtin<T, Sum, acc_t<T, Sum>>> = std::is_floating_point_v<acc_t<T, Sum>>;
+template <class T, class O>
+inline constexpr bool is_reproducible_sum_v<Builtin<T, Sum, acc_t<T, Sum>, O>> = std::is_floating_point_v<acc_t<T, Sum>>;
 
 // A reduction whose thread state is large takes blocks of 256 threads.
 template <class R>
@@ -263,13 +297,15 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
       using T = typename R::Input;
       using A = typename R::Acc;
       auto* rows = static_cast<unsigned long long*>(d_temp);
-      ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows, d_out};
+      ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows,
+                           reinterpret_cast<A*>(d_out), kResultType<R>};
       cudaError_t status = with_exact_lanes(plan.exact, [&]<bool Exact>() {
         return launch(repro_sum_kernel<T, Exact>, r.grid, kReproThreads, 0, stream, false, args);
       });
       if (status == cudaSuccess && r.combine_kernel) {
         status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
-                        static_cast<const unsigned long long*>(rows), r.grid, d_out);
+                        static_cast<const unsigned long long*>(rows), r.grid, reinterpret_cast<A*>(d_out),
+                        kResultType<R>);
       }
       return status;
     }
@@ -442,9 +478,19 @@ cudaError_t describe_launch(const T* d_in, std::size_t n, const Options& opt, Ro
 
 namespace fastreduce::detail {
 
+// A size query of any of the 1-D entry points below (every result type of T and Op).
+template <class T, class Op>
+cudaError_t reduce_size(std::size_t& temp_bytes, const T* d_in, std::size_t n, Op op, cudaStream_t stream,
+                        const Options& opt) {
+  return engine::size_for_every_result<T, Op>(temp_bytes, [&]<class R>(std::size_t& bytes) {
+    return engine::reduce_async_impl<R>(nullptr, bytes, {d_in}, nullptr, n, R{op}, stream, opt);
+  });
+}
+
 template <class T, class Op>
 cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, std::size_t n,
                          Op op, cudaStream_t stream, const Options& opt) {
+  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
   return engine::reduce_async_impl<engine::builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream, opt);
 }
 
@@ -456,6 +502,22 @@ acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, co
                                               return engine::reduce_async_impl<R>(temp, bytes, {d_in}, out, n, R{op},
                                                                                   stream, opt, message);
                                             });
+}
+
+template <class T, class Op>
+cudaError_t reduce_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, std::size_t n, Op op,
+                                cudaStream_t stream, const Options& opt) {
+  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
+  return engine::reduce_async_impl<engine::narrow_builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream,
+                                                                    opt);
+}
+
+template <class T, class Op>
+cudaError_t reduce_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in, wide_t<T>* d_out, std::size_t n,
+                              Op op, cudaStream_t stream, const Options& opt) {
+  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
+  return engine::reduce_async_impl<engine::wide_builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream,
+                                                                  opt);
 }
 
 }  // namespace fastreduce::detail
@@ -484,6 +546,30 @@ acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, co
   FASTREDUCE_INSTANTIATE_ALL(T, BitAnd)   \
   FASTREDUCE_INSTANTIATE_ALL(T, BitOr)    \
   FASTREDUCE_INSTANTIATE_ALL(T, BitXor)
+
+// The entry points with results in the input's own type (half and bfloat16: the same kernels).
+#define FASTREDUCE_INSTANTIATE_NARROW(T, Op)                                                                     \
+  template cudaError_t fastreduce::detail::reduce_async_narrow<T, Op>(void*, std::size_t&, const T*, T*,        \
+                                                                      std::size_t, Op, cudaStream_t,            \
+                                                                      const fastreduce::Options&);              \
+  FASTREDUCE_INSTANTIATE_AXIS_NARROW(T, Op)
+
+// Sum and Prod of a 4-byte integer type accumulated in 8 bytes.
+#define FASTREDUCE_INSTANTIATE_WIDE(T, Op)                                                                   \
+  template cudaError_t fastreduce::detail::reduce_async_wide<T, Op>(void*, std::size_t&, const T*,          \
+                                                                    fastreduce::wide_t<T>*, std::size_t, Op, \
+                                                                    cudaStream_t, const fastreduce::Options&); \
+  FASTREDUCE_INSTANTIATE_AXIS_WIDE(T, Op)
+#define FASTREDUCE_INSTANTIATE_WIDE_ALL(T) \
+  FASTREDUCE_INSTANTIATE_WIDE(T, Sum)      \
+  FASTREDUCE_INSTANTIATE_WIDE(T, Prod)
+
+// Sum, Prod, Min and Max for half and bfloat16 with results in their own type.
+#define FASTREDUCE_INSTANTIATE_NARROW_ALL(T) \
+  FASTREDUCE_INSTANTIATE_NARROW(T, Sum)      \
+  FASTREDUCE_INSTANTIATE_NARROW(T, Prod)     \
+  FASTREDUCE_INSTANTIATE_NARROW(T, Min)      \
+  FASTREDUCE_INSTANTIATE_NARROW(T, Max)
 
 // Sum, Prod, Min and Max for a floating-point input type, and the reproducible axis sum's
 // unrounded pieces (detail/repro_pieces.hpp).

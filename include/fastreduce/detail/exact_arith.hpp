@@ -3,7 +3,7 @@
 //     lane sum in double until an addition would lose a bit;
 //   - round_scaled: a value m * 2^scale (m a 64-bit integer whose bit 0 also stands for any bits
 //     below it) rounded once, to nearest even, into float, double, half or bfloat16 bits,
-//     subnormals and overflow included.
+//     subnormals and overflow included; round_double, a double rounded once into those formats.
 #pragma once
 
 #include <cstdint>
@@ -197,6 +197,19 @@ FASTREDUCE_HOST_DEVICE std::uint64_t round_scaled(std::uint64_t m, int scale, bo
   const std::uint64_t biased = subnormal ? 0 : static_cast<std::uint64_t>(exponent + F.bias - 1);
   const std::uint64_t bits = (biased << (p - 1)) + q;
   return sign | (bits >= kInfinity ? kInfinity : bits);
+}
+
+// The bits of a finite double rounded once, to nearest even, into format F (half and bfloat16
+// results of Mode::Exact whose exact sum is a double). A double is m * 2^scale with m its
+// significand, exact, so round_scaled applies.
+template <BinaryFormat F>
+FASTREDUCE_HOST_DEVICE std::uint64_t round_double(double x) {
+  const std::uint64_t bits = double_bits(x);
+  const bool negative = (bits >> 63) != 0;
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  const std::uint64_t fraction = bits & ((std::uint64_t(1) << 52) - 1);
+  if (biased == 0) return round_scaled<F>(fraction, -1074, negative);  // zero or subnormal
+  return round_scaled<F>(fraction | (std::uint64_t(1) << 52), biased - 1075, negative);
 }
 
 FASTREDUCE_HOST_DEVICE double double_from_bits(std::uint64_t bits) {

@@ -4,8 +4,9 @@
 // An exact sum has no order, so it can be any reduction of the engine (detail/reduction.cuh):
 // ExactCheck folds each element into a double with add_if_exact (float, half and bfloat16 inputs)
 // or into an exact pair, a TwoSum running sum and its errors added with add_if_exact (doubles).
-// While every addition is exact, the state *is* the exact sum, and one IEEE rounding of it (a
-// conversion to float, or sum + error) is the correctly rounded result. Where an addition would
+// While every addition is exact, the state *is* the exact sum, and one rounding of it (a
+// conversion to float, round_double into half or bfloat16, or sum + error for doubles) is the
+// correctly rounded result. Where an addition would
 // have rounded (data spread over more than about 2^29 within a float row, over about 2^53 for the
 // errors of a double row, or infinity and NaN), the output is written as NaN and a flag word is
 // set; exact_fixup_kernel then recomputes each NaN output from its elements into exact limbs
@@ -46,7 +47,8 @@ struct ExactSingle {
   bool ok;
 };
 
-template <class T>
+// O: the result type, the accumulator's or (half and bfloat16 inputs) T itself.
+template <class T, class O = acc_t<T, Sum>>
 struct ExactCheck {
   using A = acc_t<T, Sum>;
   static constexpr bool kDouble = std::is_same_v<A, double>;
@@ -55,7 +57,7 @@ struct ExactCheck {
   using State = std::conditional_t<kDouble, primitives::ExactPair, ExactSingle>;
   using Acc = State;
   using Partial = State;
-  using Out = A;
+  using Out = O;
   static constexpr bool commutative = true;
   static constexpr unsigned folds = 2;
   static constexpr bool order_independent = true;
@@ -96,14 +98,17 @@ struct ExactCheck {
   __host__ __device__ __forceinline__ State partial(const State& a) const { return a; }
   __device__ __forceinline__ State merge(const State& a, const State& b) const { return combine(a, b); }
   __host__ __device__ __forceinline__ State partial_identity() const { return identity(); }
-  // The exact sum rounded once; NaN and the flag where a step would have rounded.
-  __device__ __forceinline__ A project(const State& p) const {
+  // The exact sum rounded once into O; NaN and the flag where a step would have rounded. A half
+  // or bfloat16 result is the exact double sum rounded once into that type (never through float).
+  __device__ __forceinline__ O project(const State& p) const {
     if (!p.ok) {
       atomicOr(failed, 1u);
-      return static_cast<A>(__longlong_as_double(0x7FF8000000000000ll));
+      if constexpr (std::is_same_v<O, A>) return static_cast<A>(__longlong_as_double(0x7FF8000000000000ll));
+      else return primitives::from_bits<O>(std::is_same_v<O, __half> ? 0x7E00u : 0x7FC0u);
     }
     if constexpr (kDouble) return primitives::add_rn(p.sum, p.error);
-    else return __double2float_rn(p.sum);
+    else if constexpr (std::is_same_v<O, A>) return __double2float_rn(p.sum);
+    else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p.sum));
   }
 };
 
@@ -111,13 +116,25 @@ struct ExactFixupArgs {
   const unsigned* failed;
   std::size_t outputs, length, inner;
   std::int64_t outer_stride, length_stride, inner_stride;
+  primitives::ResultType result;  // the type of the outputs (ResultType::Acc: the accumulator's)
 };
+
+// Whether output i (of type `type`) is NaN: one the check marked, or a true NaN.
+template <class A>
+__device__ __forceinline__ bool output_is_nan(const A* out, std::size_t i, primitives::ResultType type) {
+  if (type != primitives::ResultType::Acc) {
+    const unsigned bits = __ldcg(reinterpret_cast<const unsigned short*>(out) + i);
+    const unsigned exponent = type == primitives::ResultType::Half ? 0x7C00u : 0x7F80u;
+    return (bits & exponent) == exponent && (bits & ~(exponent | 0x8000u)) != 0;
+  }
+  return isnan(static_cast<double>(__ldcg(out + i)));
+}
 
 inline constexpr unsigned kFixupThreads = 256;
 
 // Recomputes every NaN output of an ExactCheck launch, once it has set `failed`: a warp per such
 // output, its lanes adding the output's elements into a row of exact limbs with shared-memory
-// atomics, then rounding it once (finish_limb_row). Launched after the main kernels (a dependent
+// atomics, then rounding it once (store_limb_row). Launched after the main kernels (a dependent
 // launch where the GPU has them).
 template <class T>
 __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
@@ -136,7 +153,7 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
   const std::size_t step = std::size_t(gridDim.x) * kWarps * 32;
   for (std::size_t base = (std::size_t(blockIdx.x) * kWarps + warp) * 32; base < args.outputs; base += step) {
     const std::size_t mine = base + lane;
-    const bool redo = mine < args.outputs && isnan(static_cast<double>(__ldcg(out + mine)));
+    const bool redo = mine < args.outputs && output_is_nan(out, mine, args.result);
     for (unsigned mask = __ballot_sync(primitives::kFullMask, redo); mask != 0; mask &= mask - 1) {
       const std::size_t q = base + static_cast<unsigned>(__ffs(mask) - 1);
 #pragma unroll
@@ -150,8 +167,7 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
         primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
       }
       __syncwarp();
-      const A value = primitives::finish_limb_row<A>(limbs[warp], specials[warp], lane);
-      if (lane == 0) out[q] = value;
+      primitives::store_limb_row<T>(out, q, args.result, limbs[warp], specials[warp], lane);
       __syncwarp();  // the row is read before the next output clears it
     }
   }

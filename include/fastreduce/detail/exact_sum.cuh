@@ -12,12 +12,15 @@
 // word of kPlusInf / kMinusInf / kNaN flags); one block then adds all rows (gather_exact_rows).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <type_traits>
 
 #include "fastreduce/detail/exact_arith.hpp"
+#include "fastreduce/detail/vector.cuh"
 #include "fastreduce/detail/warp_reduce.cuh"
 
 namespace fastreduce::primitives {
@@ -304,16 +307,34 @@ __device__ __forceinline__ bool normalize_limbs(unsigned long long* limbs, unsig
   return true;
 }
 
-// The value of normalised limbs (a magnitude, and its sign) rounded once to A (round to nearest
-// even), computed by one warp; the result is valid in lane 0.
-template <class A>
-__device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool negative, unsigned special, unsigned lane) {
+// The binary format of a result type O, and O from its bits.
+template <class O>
+inline constexpr BinaryFormat kFormatOf = std::is_same_v<O, double>   ? kDoubleFormat
+                                          : std::is_same_v<O, __half> ? kHalfFormat
+                                          : std::is_same_v<O, float>  ? kFloatFormat
+                                                                      : kBfloat16Format;
+template <class O>
+__device__ __forceinline__ O from_bits(std::uint64_t bits) {
+  if constexpr (std::is_same_v<O, double>) return double_from_bits(bits);
+  else if constexpr (std::is_same_v<O, float>) return float_from_bits(static_cast<std::uint32_t>(bits));
+  else if constexpr (std::is_same_v<O, __half>) return __ushort_as_half(static_cast<unsigned short>(bits));
+  else return __ushort_as_bfloat16(static_cast<unsigned short>(bits));
+}
+
+// The value of normalised limbs (a magnitude, and its sign) rounded once to O (round to nearest
+// even): A itself, or half or bfloat16 for a float-valued sum. Computed by one warp; the result
+// is valid in lane 0.
+template <class A, class O = A>
+__device__ __forceinline__ O round_exact(const unsigned long long* limbs, bool negative, unsigned special, unsigned lane) {
   using Exact = ExactSum<A>;
   constexpr unsigned K = Exact::K;
+  constexpr BinaryFormat F = kFormatOf<O>;
   if (special != 0) {  // what IEEE addition gives: NaN, or the one sign of infinity seen
     const bool nan = special & kNaN || (special & kPlusInf && special & kMinusInf);
-    const double value = __longlong_as_double(nan ? 0x7FF8000000000000ll : 0x7FF0000000000000ll);
-    return static_cast<A>(special == kMinusInf ? -value : value);
+    constexpr int p = F.precision;
+    constexpr std::uint64_t kInfinity = ((std::uint64_t(1) << (F.width - p)) - 1) << (p - 1);
+    const std::uint64_t sign = !nan && special == kMinusInf ? std::uint64_t(1) << (F.width - 1) : 0;
+    return from_bits<O>(sign | kInfinity | (nan ? std::uint64_t(1) << (p - 2) : 0));
   }
   long long limb[K];
 #pragma unroll
@@ -325,7 +346,7 @@ __device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool n
     const unsigned mask = __ballot_sync(kFullMask, limb[k] != 0);
     if (h < 0 && mask != 0) h = 32 * k + 31 - __clz(mask);
   }
-  if (h < 0) return A(0);
+  if (h < 0) return from_bits<O>(0);
   auto limb_at = [&](int j) -> unsigned long long {
     long long mine = 0;
 #pragma unroll
@@ -348,11 +369,42 @@ __device__ __forceinline__ A round_exact(const unsigned long long* limbs, bool n
   const int scale = Exact::kLowBit + 32 * (h - 1) - lz;  // the value is m * 2^scale
   // One rounding, subnormal results included (m's top bit is bit 63, its sticky bit far below
   // the last bit kept).
+  return from_bits<O>(round_scaled<F>(m, scale, negative));
+}
+
+// The narrow result types a kernel's stores may be asked for: Input, a kernel of one input type
+// (its own type if it is half or bfloat16, else none); AnyNarrow, a kernel shared by the float
+// accumulator's inputs (half or bfloat16, as `type` says).
+struct AnyNarrow {};
+
+// Rounds normalised limbs (round_exact) into out[q]: A, or the narrow type `type` says (a float
+// sum's half or bfloat16 result, rounded once from the exact value). Input: the calling kernel's
+// input type (only its own type, if half or bfloat16, is compiled as a narrow result) or AnyNarrow
+// (both). Lane 0 stores; every lane of the warp calls it.
+template <class Input, class A>
+__device__ __forceinline__ void store_exact(A* out, std::size_t q, ResultType type, const unsigned long long* limbs,
+                                            bool negative, unsigned special, unsigned lane) {
   if constexpr (std::is_same_v<A, float>) {
-    return float_from_bits(static_cast<std::uint32_t>(round_scaled<kFloatFormat>(m, scale, negative)));
-  } else {
-    return double_from_bits(round_scaled<kDoubleFormat>(m, scale, negative));
+    constexpr bool kHalf = std::is_same_v<Input, AnyNarrow> || std::is_same_v<Input, __half>;
+    constexpr bool kBfloat16 = std::is_same_v<Input, AnyNarrow> || std::is_same_v<Input, __nv_bfloat16>;
+    if constexpr (kHalf) {
+      if (type == ResultType::Half) {
+        const __half v = round_exact<A, __half>(limbs, negative, special, lane);
+        if (lane == 0) reinterpret_cast<__half*>(out)[q] = v;
+        return;
+      }
+    }
+    if constexpr (kBfloat16) {
+      if (type == ResultType::Bfloat16) {
+        const __nv_bfloat16 v = round_exact<A, __nv_bfloat16>(limbs, negative, special, lane);
+        if (lane == 0) reinterpret_cast<__nv_bfloat16*>(out)[q] = v;
+        return;
+      }
+    }
   }
+  if (type != ResultType::Acc) __trap();  // a narrow type this kernel was not compiled for: never asked
+  const A v = round_exact<A>(limbs, negative, special, lane);
+  if (lane == 0) out[q] = v;
 }
 
 // What a block stores for the grid: its limbs and a word of special-value flags.
@@ -469,26 +521,24 @@ __device__ __forceinline__ ExactTotal<A> gather_exact_rows(const unsigned long l
   return {total, negative, special};
 }
 
-// One block: the rounded exact total of rows[0 .. count) into *out.
-template <class A, unsigned Warps>
+// One block: the rounded exact total of rows[0 .. count) into *out (in `type`, as store_exact).
+template <class Input, class A, unsigned Warps>
 __device__ __forceinline__ void finish_exact_rows(const unsigned long long* rows, unsigned count,
-                                                  ExactShared<A, Warps>& shared, A* out) {
+                                                  ExactShared<A, Warps>& shared, A* out, ResultType type) {
   const ExactTotal<A> total = gather_exact_rows<A, Warps>(rows, count, shared);
   if (total.limbs == nullptr) return;
-  const unsigned lane = threadIdx.x % 32;
-  const A result = round_exact<A>(total.limbs, total.negative, total.special, lane);
-  if (lane == 0) *out = result;
+  store_exact<Input>(out, 0, type, total.limbs, total.negative, total.special, threadIdx.x % 32);
 }
 
 }  // namespace fastreduce::primitives
 
 namespace fastreduce::primitives {
 
-// One warp: the rounded value of a row of ExactSum<A>::kLimbs signed limbs in shared memory
-// (limb j counts units of 2^(kLowBit + 32 j); any values, not carried yet) with its special-value
-// flags. The row is normalised in place. The result is valid in lane 0.
+// One warp: normalises a row of ExactSum<A>::kLimbs signed limbs in shared memory (limb j counts
+// units of 2^(kLowBit + 32 j); any values, not carried yet) in place, into a magnitude in 32-bit
+// limbs; returns its sign (every lane).
 template <class A>
-__device__ __forceinline__ A finish_limb_row(long long* limbs, unsigned special, unsigned lane) {
+__device__ __forceinline__ bool normalize_limb_row(long long* limbs, unsigned lane) {
   constexpr unsigned W = ExactSum<A>::kLimbs;
   constexpr unsigned K = ExactSum<A>::K;
   unsigned lowest = W - 1, highest = 0;
@@ -506,8 +556,23 @@ __device__ __forceinline__ A finish_limb_row(long long* limbs, unsigned special,
   bool negative = false;
   if (lane == 0) negative = normalize_limbs<W>(words, lowest, highest);
   __syncwarp();  // lane 0's normalised limbs are visible to the warp
-  negative = __shfl_sync(kFullMask, negative, 0);
-  return round_exact<A>(words, negative, special, lane);
+  return __shfl_sync(kFullMask, negative, 0);
+}
+
+// One warp: the rounded value of such a row with its special-value flags (normalised in place).
+// The result is valid in lane 0.
+template <class A>
+__device__ __forceinline__ A finish_limb_row(long long* limbs, unsigned special, unsigned lane) {
+  const bool negative = normalize_limb_row<A>(limbs, lane);
+  return round_exact<A>(reinterpret_cast<const unsigned long long*>(limbs), negative, special, lane);
+}
+
+// One warp: such a row rounded once into out[q] (in `type`, as store_exact).
+template <class Input, class A>
+__device__ __forceinline__ void store_limb_row(A* out, std::size_t q, ResultType type, long long* limbs,
+                                               unsigned special, unsigned lane) {
+  const bool negative = normalize_limb_row<A>(limbs, lane);
+  store_exact<Input>(out, q, type, reinterpret_cast<const unsigned long long*>(limbs), negative, special, lane);
 }
 
 // Adds a finite double x (a whole multiple of 2^kLowBit) into a row of signed limbs with shared-

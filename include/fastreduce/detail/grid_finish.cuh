@@ -71,7 +71,7 @@ __device__ __forceinline__ void store_block_result(const typename R::Acc& acc, c
                                                    typename R::Partial* partials, typename R::Out* out) {
   const typename R::Acc block_total = block_reduce<Threads>(acc, engine::combiner_of(unit), storage, unit.identity());
   if (threadIdx.x == 0) {
-    if (gridDim.x == 1) *out = unit.project(unit.partial(block_total));
+    if (gridDim.x == 1) engine::write_result(unit, out, 0, unit.partial(block_total));
     else partials[blockIdx.x] = unit.partial(block_total);
   }
 }
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(Threads) combine_partials_kernel(const typenam
   P acc = r.partial_identity();
   for (unsigned b = threadIdx.x; b < count; b += Threads) acc = r.merge(acc, load_from_l2(partials + b));  // written by the main grid
   const P total = block_reduce<Threads>(acc, engine::merger_of(r), storage, r.partial_identity());
-  if (threadIdx.x == 0) *out = r.project(total);
+  if (threadIdx.x == 0) engine::write_result(r, out, 0, total);
 }
 
 }  // namespace fastreduce::primitives

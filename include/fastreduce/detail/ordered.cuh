@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kOrderedThreads) ordered_tiles_kernel(OrderedA
     __syncthreads();  // thread 0 has read the round before the next one is staged
   }
   if (threadIdx.x == 0) {
-    if (gridDim.x == 1) *args.out = r.project(r.partial(acc));
+    if (gridDim.x == 1) write_result(r, args.out, 0, r.partial(acc));
     else args.partials[blockIdx.x] = r.partial(acc);
   }
 }
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kOrderedThreads) ordered_partials_kernel(const
   P acc = r.partial_identity();
   for (unsigned i = begin; i < end; ++i) acc = r.merge(acc, primitives::load_from_l2(partials + i));
   acc = block_ordered<kOrderedThreads>(acc, MergeWith<R>{r}, totals);
-  if (threadIdx.x == 0) *out = r.project(acc);
+  if (threadIdx.x == 0) write_result(r, out, 0, acc);
 }
 
 // Output o's elements: in[base + k * step] for k < length.
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kOrderedThreads) ordered_groups_kernel(const t
     const CombineWith<R> c{r};
     if constexpr (G == 32) v = primitives::warp_ordered(v, c, lane);
     if constexpr (G == kOrderedThreads) v = block_ordered<kOrderedThreads>(v, c, totals);
-    if (rank == 0) out[o] = r.project(r.partial(v));
+    if (rank == 0) write_result(r, out, o, r.partial(v));
   }
 }
 

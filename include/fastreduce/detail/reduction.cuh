@@ -137,6 +137,20 @@ __device__ __forceinline__ auto merger_of(const R& r) {
   else return MergeWith<R>{r};
 }
 
+// Writes output q: out[q] = project(p).
+template <class R>
+__device__ __forceinline__ void write_result(const R& r, typename R::Out* out, std::size_t q,
+                                             const typename R::Partial& p) {
+  out[q] = r.project(p);
+}
+
+// The type a reduction's results are written in, as the reproducible and exact kernels take it:
+// Acc where Out is the accumulator, else the input's own narrow type.
+template <class R>
+inline constexpr primitives::ResultType kResultType =
+    std::is_same_v<typename R::Out, typename R::Acc> ? primitives::ResultType::Acc
+                                                     : primitives::kNarrowResult<typename R::Input>;
+
 // A reduction may refuse its own parameters (a negative variance correction): `valid(message)`.
 template <class R>
 bool valid_reduction(const R& r, const char** message) {
@@ -146,16 +160,17 @@ bool valid_reduction(const R& r, const char** message) {
 
 // ---------------------------------------------------------------------------------------------
 // The built-in ops (fastreduce.cuh): elements widened to the op's accumulator (acc_t), every value
-// one accumulator, a vector's elements combined pairwise first.
+// one accumulator, a vector's elements combined pairwise first. O: the result's type, A itself or,
+// for half and bfloat16 inputs, the input's own type (the float result rounded once when written).
 
-template <class T, class Op, class A>
+template <class T, class Op, class A, class O = A>
 struct Builtin {
   using Input = T;
   using Input2 = NoInput;
   using State = A;
   using Acc = A;
   using Partial = A;
-  using Out = A;
+  using Out = O;
   using BuiltinOp = Op;
   static constexpr bool commutative = true;
   static constexpr unsigned folds = 1;
@@ -175,7 +190,10 @@ struct Builtin {
   __host__ __device__ __forceinline__ A partial(const A& a) const { return a; }
   __device__ __forceinline__ A merge(const A& a, const A& b) const { return op(a, b); }
   __host__ __device__ __forceinline__ A partial_identity() const { return identity(); }
-  __host__ __device__ __forceinline__ A project(const A& p) const { return p; }
+  __host__ __device__ __forceinline__ O project(const A& p) const {
+    if constexpr (std::is_same_v<O, A>) return p;
+    else return primitives::narrow_float<O>(p);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -75,7 +75,9 @@ struct ReproArgs {
   bool aligned;                // in is 16-byte aligned: vector loads
   unsigned long long* rows;    // per block: its accumulator's limbs and its special-value flags
   A* out;
+  primitives::ResultType result;  // the type of *out (ResultType::Acc: A)
 };
+
 
 // A lane's running sum of 32-bit (or narrower) inputs: a float `sum` with every rounding error
 // of it kept exactly (TwoSum in float) and added to a double `error`. sum + error equals the
@@ -446,15 +448,16 @@ __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, a
   __shared__ ReproShared<acc_t<T, Sum>> shared;
   const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
   repro_block_row<T, 1, Exact>(spans, args.rows, shared);
-  if (gridDim.x == 1) primitives::finish_exact_rows(args.rows, 1, shared, args.out);
+  if (gridDim.x == 1) primitives::finish_exact_rows<T>(args.rows, 1, shared, args.out, args.result);
 }
 
 // One block, after repro_sum_kernel's grid: the rounded exact total of its rows.
 template <class A>
-__global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsigned long long* rows, unsigned count, A* out) {
+__global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsigned long long* rows, unsigned count, A* out,
+                                                                     primitives::ResultType result) {
   __shared__ ReproShared<A> shared;
   primitives::wait_for_prior_grid();
-  primitives::finish_exact_rows(rows, count, shared, out);
+  primitives::finish_exact_rows<primitives::AnyNarrow>(rows, count, shared, out, result);
 }
 
 }  // namespace fastreduce::engine

@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<R, O
     if (lane == 0) {
       const bool cut_before = piece > before;
       const bool cut_after = stop < through;
-      if (!cut_before && !cut_after) args.out[s] = u.project(u.partial(acc));
+      if (!cut_before && !cut_after) write_result(u, args.out, s, u.partial(acc));
       else if (cut_before) args.slots[w] = u.partial(acc);
       else args.slots[slots + w] = u.partial(acc);
     }
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kAxisThreads) segments_join_kernel(const unsig
     if (q.first < q.last) acc = r.merge(acc, primitives::load_from_l2(slots + next));
   }
   acc = primitives::warp_reduce(acc, merger_of(r));
-  if (lane == 0) out[s] = r.project(r.merge(primitives::load_from_l2(slots + warps + w), acc));
+  if (lane == 0) write_result(r, out, s, r.merge(primitives::load_from_l2(slots + warps + w), acc));
 }
 
 }  // namespace fastreduce::engine

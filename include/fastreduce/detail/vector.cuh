@@ -68,6 +68,25 @@ __device__ __forceinline__ A to_acc(T x) {
   }
 }
 
+// The type a float-valued sum's exact total is rounded into (the reproducible and exact kernels,
+// shared by the float accumulator's inputs, take it as an argument): the accumulator's (float,
+// double), or half or bfloat16 (half and bfloat16 inputs' results in their own type, rounded once).
+enum class ResultType : unsigned char { Acc, Half, Bfloat16 };
+
+// The narrow result type of input T: Half for __half, Bfloat16 for __nv_bfloat16, else Acc.
+template <class T>
+inline constexpr ResultType kNarrowResult = std::is_same_v<T, __half>          ? ResultType::Half
+                                            : std::is_same_v<T, __nv_bfloat16> ? ResultType::Bfloat16
+                                                                               : ResultType::Acc;
+
+// A float result rounded once to nearest even into O (__half or __nv_bfloat16).
+template <class O>
+__host__ __device__ __forceinline__ O narrow_float(float x) {
+  static_assert(std::is_same_v<O, __half> || std::is_same_v<O, __nv_bfloat16>);
+  if constexpr (std::is_same_v<O, __half>) return __float2half_rn(x);
+  else return __float2bfloat16_rn(x);
+}
+
 // One vector's elements combined pairwise (shorter chains than left to right), in accumulator A.
 template <class A, class T, unsigned V, class Op>
 __device__ __forceinline__ A reduce_vec(const Vec<T, V>& v, Op op) {
