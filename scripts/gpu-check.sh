@@ -68,7 +68,7 @@ gpu_tier() {
   local passed
   passed=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$log" | awk '{s += $4} END {print s + 0}')
   summary+=("gpu tests ($label): $passed passed; $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log") failed lines; $(grep -E '^\[  (FAILED|SKIPPED)  \] [0-9]' "$log" | tr '\n' ' ') rc=$rc")
-  grep -E '^\[  FAILED|Failure' "$OUT/gpu_tests_$label.log" | head -20
+  grep -E '^\[  FAILED|Failure' "$log" | head -20
   [ $rc -ne 0 ] && status=1
   return 0
 }

@@ -180,7 +180,7 @@ std::size_t run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, int
     throw std::invalid_argument("fastreduce: results in the input's type are for float16 and bfloat16");
   }
   if (result == ResultWide) {
-    if constexpr (std::is_integral_v<T> && sizeof(T) == 4 && fr::wide_result<T, Op, fr::wide_t<T>>) {
+    if constexpr (fr::wide_result<T, Op, fr::wide_t<T>>) {
       return go(reinterpret_cast<fr::wide_t<T>*>(out));
     }
     throw std::invalid_argument("fastreduce: 64-bit results are for int32 and uint32 sums and products");

@@ -35,11 +35,6 @@ using narrow_builtin_t = Builtin<T, Op, acc_t<T, Op>, T>;
 template <class T, class Op>
 using wide_builtin_t = Builtin<T, Op, wide_t<T>, wide_t<T>>;
 
-// 4-byte integers' sums and products may be written in 8 bytes.
-template <class T, class Op>
-inline constexpr bool kWidenable =
-    std::is_integral_v<T> && sizeof(T) == 4 && (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>);
-
 // A size query's answer for T and Op: the largest storage over every result type the call could
 // name (size(R, bytes) answers for reduction R), so that it does not depend on d_out's type and
 // a null d_out of any type may be passed to it.
@@ -53,10 +48,10 @@ cudaError_t size_for_every_result(std::size_t& temp_bytes, const Size& size) {
     return cudaSuccess;
   };
   if (cudaError_t e = take.template operator()<builtin_t<T, Op>>(); e != cudaSuccess) return e;
-  if constexpr (primitives::kNarrowResult<T> != primitives::ResultType::Acc) {
+  if constexpr (narrow_result<T, Op>) {
     if (cudaError_t e = take.template operator()<narrow_builtin_t<T, Op>>(); e != cudaSuccess) return e;
   }
-  if constexpr (kWidenable<T, Op>) {
+  if constexpr (wide_result<T, Op, wide_t<T>>) {
     if (cudaError_t e = take.template operator()<wide_builtin_t<T, Op>>(); e != cudaSuccess) return e;
   }
   temp_bytes = bytes;
@@ -487,11 +482,19 @@ cudaError_t reduce_size(std::size_t& temp_bytes, const T* d_in, std::size_t n, O
   });
 }
 
+// The 1-D entry point of every result type (reduction R): a size query answers for all of them,
+// a call runs R.
+template <class R, class T, class Op>
+cudaError_t flat_entry(void* d_temp, std::size_t& temp_bytes, const T* d_in, typename R::Out* d_out, std::size_t n,
+                       Op op, cudaStream_t stream, const Options& opt) {
+  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
+  return engine::reduce_async_impl<R>(d_temp, temp_bytes, {d_in}, d_out, n, R{op}, stream, opt);
+}
+
 template <class T, class Op>
 cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, acc_t<T, Op>* d_out, std::size_t n,
                          Op op, cudaStream_t stream, const Options& opt) {
-  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
-  return engine::reduce_async_impl<engine::builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream, opt);
+  return flat_entry<engine::builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, n, op, stream, opt);
 }
 
 template <class T, class Op>
@@ -507,17 +510,13 @@ acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, co
 template <class T, class Op>
 cudaError_t reduce_async_narrow(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, std::size_t n, Op op,
                                 cudaStream_t stream, const Options& opt) {
-  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
-  return engine::reduce_async_impl<engine::narrow_builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream,
-                                                                    opt);
+  return flat_entry<engine::narrow_builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, n, op, stream, opt);
 }
 
 template <class T, class Op>
 cudaError_t reduce_async_wide(void* d_temp, std::size_t& temp_bytes, const T* d_in, wide_t<T>* d_out, std::size_t n,
                               Op op, cudaStream_t stream, const Options& opt) {
-  if (d_temp == nullptr) return reduce_size<T, Op>(temp_bytes, d_in, n, op, stream, opt);
-  return engine::reduce_async_impl<engine::wide_builtin_t<T, Op>>(d_temp, temp_bytes, {d_in}, d_out, n, {op}, stream,
-                                                                  opt);
+  return flat_entry<engine::wide_builtin_t<T, Op>>(d_temp, temp_bytes, d_in, d_out, n, op, stream, opt);
 }
 
 }  // namespace fastreduce::detail

@@ -78,7 +78,6 @@ struct ReproArgs {
   primitives::ResultType result;  // the type of *out (ResultType::Acc: A)
 };
 
-
 // A lane's running sum of 32-bit (or narrower) inputs: a float `sum` with every rounding error
 // of it kept exactly (TwoSum in float) and added to a double `error`. sum + error equals the
 // exact sum of the lane's elements up to the double additions' rounding (about 2^-53 of the
