@@ -8,6 +8,7 @@
 //   - the reference itself agrees with Shewchuk's partials (math.fsum) where both apply.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -465,6 +466,87 @@ TEST(ExactLanes, DoubleLanesAndTheirButterflyLoseNothing) {
     }
     if (kind == 2 || kind == 7) EXPECT_GT(spills + fallbacks, 0u) << "kind " << kind << ": the slow paths are exercised";
     if (kind >= kExactDataSetCount) EXPECT_GT(fallbacks, 0u) << "kind " << kind << ": the butterfly's fallback is exercised";
+  }
+}
+
+// The exact check of short axes (detail/exact_axis.cuh) as the GPU runs it: each lane folds its
+// elements with add_exact_or_nan (float-valued) or checked_pair_add (doubles), a warp's 32 lanes
+// meet in the xor butterfly. A result that is not NaN must be the exact sum (then one rounding is
+// the correctly rounded result); NaN marks the outputs the fix-up recomputes, and must come for
+// every row with an infinity or NaN and stay NaN whatever is added to it.
+TEST(ExactArith, ExactCheckIsExactOrNaN) {
+  SEED_TRACE("ExactCheck");
+  std::mt19937_64 rng(seed);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double big = std::numeric_limits<double>::max();
+  EXPECT_TRUE(std::isnan(prim::add_exact_or_nan(nan, 0.0)));
+  EXPECT_TRUE(std::isnan(prim::add_exact_or_nan(1.0, inf)));
+  EXPECT_TRUE(std::isnan(prim::add_exact_or_nan(big, big)));
+  EXPECT_TRUE(std::isnan(prim::add_exact_or_nan(1.0, 0x1p-60)));
+  EXPECT_EQ(prim::add_exact_or_nan(1.0, 0x1p-52), 1.0 + 0x1p-52);
+  EXPECT_TRUE(std::isnan(prim::checked_pair_add({big, 0.0}, big).error));
+  EXPECT_TRUE(std::isnan(prim::checked_pair_add({1.0, 0.0}, -inf).error));
+  EXPECT_TRUE(std::isnan(prim::checked_pair_join({1.0, nan}, {1.0, 0.0}).error));
+  EXPECT_FALSE(std::isnan(prim::checked_pair_add({1.0, 0.0}, 0x1p-80).error));  // TwoSum keeps it
+
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    SCOPED_TRACE(kExactDataSets[kind]);
+    for (int is_double = 0; is_double < 2; ++is_double) {
+      const std::size_t rows = 300;
+      std::size_t failed = 0, specials = 0;
+      for (std::size_t row = 0; row < rows; ++row) {
+        const std::size_t length = 1 + rng() % (is_double ? 4096 : 1024);
+        std::vector<double> data(length);
+        if (is_double) {
+          data = exact_data<double>(kind, length, rng());
+        } else {
+          const std::vector<float> f = exact_data<float>(kind, length, rng());
+          std::copy(f.begin(), f.end(), data.begin());
+        }
+        ExactReference all;
+        all.add_all(data.data(), data.size());
+        const bool special = std::any_of(data.begin(), data.end(), [](double x) { return !std::isfinite(x); });
+        specials += special;
+        double single[32];
+        prim::CheckedPair pair[32];
+        for (std::size_t lane = 0; lane < 32; ++lane) {
+          single[lane] = 0.0;
+          pair[lane] = {0.0, 0.0};
+          for (std::size_t k = lane; k < length; k += 32) {
+            single[lane] = prim::add_exact_or_nan(single[lane], data[k]);
+            pair[lane] = prim::checked_pair_add(pair[lane], data[k]);
+          }
+        }
+        for (std::size_t offset = 16; offset > 0; offset /= 2) {
+          double s2[32];
+          prim::CheckedPair p2[32];
+          for (std::size_t lane = 0; lane < 32; ++lane) {
+            s2[lane] = prim::add_exact_or_nan(single[lane], single[lane ^ offset]);
+            p2[lane] = prim::checked_pair_join(pair[lane], pair[lane ^ offset]);
+          }
+          std::copy(s2, s2 + 32, single);
+          std::copy(p2, p2 + 32, pair);
+        }
+        const bool nan_mark = is_double ? std::isnan(pair[0].error) : std::isnan(single[0]);
+        if (special) ASSERT_TRUE(nan_mark) << "row " << row << ": an infinity or NaN must be recomputed";
+        if (nan_mark) {
+          ++failed;
+          continue;
+        }
+        if (is_double) {
+          ASSERT_TRUE(std::isfinite(pair[0].sum));
+          ASSERT_TRUE(exact_of({pair[0].sum, pair[0].error}) == all) << "row " << row << ", length " << length;
+        } else {
+          ASSERT_TRUE(exact_of({single[0]}) == all) << "row " << row << ", length " << length;
+        }
+      }
+      // Uniform and normal rows pass the check (the fast path is the path); rows of every
+      // exponent fail it (the fix-up is exercised).
+      if (kind <= 1) EXPECT_LT(failed, rows / 20) << (is_double ? "double" : "float");
+      if (kind == 7) EXPECT_GT(failed, rows / 2) << (is_double ? "double" : "float");
+      if (kind == 8) EXPECT_GT(specials, 0u) << "the data hold infinities and NaN";
+    }
   }
 }
 

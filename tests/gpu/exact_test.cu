@@ -306,6 +306,63 @@ void check_short_axes() {
 
 }  // namespace
 
+namespace {
+
+// An axis of length 1 runs as fast mode (one element's sum is that element rounded once): every
+// output must hold the bits the 1-D exact sum gives its element alone, negative zero (+0, as every
+// exact path gives it), subnormals, the largest values, infinities and NaN included, in rows and
+// in columns.
+template <class T>
+void check_length_one() {
+  FASTREDUCE_REQUIRE_GPU();
+  using A = Acc<T>;
+  const double largest = std::is_same_v<T, double> ? std::numeric_limits<double>::max()
+                         : std::is_same_v<T, __half> ? 65504.0
+                                                     : double(std::numeric_limits<float>::max());
+  const double tiny = std::is_same_v<T, double> ? std::numeric_limits<double>::denorm_min()
+                      : std::is_same_v<T, __half> ? 0x1p-24
+                      : std::is_same_v<T, __nv_bfloat16> ? 0x1p-133
+                                                         : double(std::numeric_limits<float>::denorm_min());
+  std::vector<T> host = exact_data<T>(0, 4099, test_seed());
+  const std::vector<double> specials = {-0.0, 0.0, tiny, -tiny, largest, -largest,
+                                        std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                                        std::numeric_limits<double>::quiet_NaN(), -1.5};
+  for (std::size_t i = 0; i < specials.size(); ++i) host[3 * i + 1] = T(specials[i]);
+  const std::size_t n = host.size();
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  std::vector<A> one(n);
+  for (std::size_t i = 0; i < n; i += (i < 40 ? 1 : 97)) one[i] = exact_sum(in.get() + i, 1);
+  for (const fr::Axis& axis : {fr::Axis{n, 1, 1}, fr::Axis{1, 1, n}}) {
+    DeviceBuffer<A> out(n);
+    out.poison();
+    std::size_t bytes = 0;
+    ASSERT_EQ((fr::reduce_axis_async<T, fr::Sum>(nullptr, bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact)), cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    ASSERT_EQ((fr::reduce_axis_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact)),
+              cudaSuccess);
+    std::vector<A> got(n);
+    CUDA_OK(cudaMemcpy(got.data(), out.get(), n * sizeof(A), cudaMemcpyDeviceToHost));
+    int failures = 0;
+    for (std::size_t i = 0; i < n; i += (i < 40 ? 1 : 97)) {
+      if (!same_result(got[i], one[i]) && ++failures <= 3) {
+        ADD_FAILURE() << (axis.inner == 1 ? "rows" : "columns") << " of 1, output " << i << std::hexfloat << ": got "
+                      << double(got[i]) << ", the 1-D exact sum of the element " << double(one[i]);
+      }
+    }
+    EXPECT_FALSE(std::signbit(double(got[1]))) << "-0 gives +0";
+  }
+}
+
+}  // namespace
+
+TEST(Exact, LengthOneGivesTheOneDimensionalBits) {
+  check_length_one<float>();
+  check_length_one<double>();
+  check_length_one<__half>();
+  check_length_one<__nv_bfloat16>();
+}
+
 TEST(Exact, FloatShortAxesTakeTheFastPaths) { check_short_axes<float>(); }
 TEST(Exact, DoubleShortAxesTakeTheFastPaths) { check_short_axes<double>(); }
 TEST(Exact, HalfShortAxesTakeTheFastPaths) { check_short_axes<__half>(); }

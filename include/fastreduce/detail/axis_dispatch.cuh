@@ -318,6 +318,22 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
   }
 }
 
+// Mode::Exact along an axis of length 1 runs as fast mode: one element's sum, 0 + x, is the
+// element itself rounded once into the result type (exact for every float type), and -0 gives +0
+// as the exact paths do. The options a reduction runs with, that rule applied.
+template <class R>
+Options exact_length_one_as_fast(const Axis& axis, const Options& opt) {
+  if constexpr (is_reproducible_sum_v<R>) {
+    AxisLayout layout{};
+    if (opt.mode == Mode::Exact && resolve_axis(axis, layout) == nullptr && layout.length == 1) {
+      Options fast = opt;
+      fast.mode = Mode::Fast;
+      return fast;
+    }
+  }
+  return opt;
+}
+
 // The flag word of an ExactCheck launch, then the fast path's own storage.
 inline constexpr std::size_t kExactCheckFlagBytes = 256;
 
@@ -414,9 +430,10 @@ cudaError_t axis_temp_bytes(const Axis& axis, const inputs_t<R>& in, const Optio
 
 template <class R>
 cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in, typename R::Out* d_out,
-                                   const Axis& axis, const R& red, cudaStream_t stream, const Options& opt,
+                                   const Axis& axis, const R& red, cudaStream_t stream, const Options& options,
                                    const char** message = nullptr) {
   if (!valid_reduction(red, message)) return cudaErrorInvalidValue;
+  const Options opt = exact_length_one_as_fast<R>(axis, options);
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if constexpr (is_reproducible_sum_v<R>) {
@@ -447,7 +464,8 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const 
 
 // What reduce_axis_async would run (tests and tools).
 template <class R>
-cudaError_t describe_axis_reduction(const inputs_t<R>& in, const Axis& axis, const Options& opt, AxisPlan& plan) {
+cudaError_t describe_axis_reduction(const inputs_t<R>& in, const Axis& axis, const Options& options, AxisPlan& plan) {
+  const Options opt = exact_length_one_as_fast<R>(axis, options);
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   AxisLaunch launch_plan{};

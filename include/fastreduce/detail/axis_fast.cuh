@@ -221,10 +221,15 @@ struct RowsArgs {
 // Rows whose elements are contiguous: a warp (Group 32) or the block (Group kAxisThreads) per
 // row or piece of a row.
 // A warp per row is latency-bound: the built-in float sums and extremes keep eight blocks an SM
-// (32 registers a thread; at 33 to 40 it is six, 7% slower on rows of 256 floats on an H100).
+// (32 registers a thread; at 33 to 40 it is six, 7% slower on rows of 256 floats on an H100). A
+// reduction may name its own bound (kWarpRowsMinBlocks: Mode::Exact's check, exact_axis.cuh).
+template <class R>
+constexpr unsigned warp_rows_min_blocks() {
+  if constexpr (requires { R::kWarpRowsMinBlocks; }) return R::kWarpRowsMinBlocks;
+  else return is_builtin_v<R> && std::is_same_v<typename R::Acc, float> ? 8 : 1;
+}
 template <unsigned Group, class R>
-inline constexpr unsigned kRowsMinBlocks =
-    Group == 32 && is_builtin_v<R> && std::is_same_v<typename R::Acc, float> ? 8 : 1;
+inline constexpr unsigned kRowsMinBlocks = Group == 32 ? warp_rows_min_blocks<R>() : 1;
 
 template <unsigned Group, unsigned V, class R>
 __global__ void __launch_bounds__(kAxisThreads, kRowsMinBlocks<Group, R>) axis_rows_kernel(RowsArgs<R> args, R red) {

@@ -51,6 +51,24 @@ FASTREDUCE_HOST_DEVICE bool add_if_exact(double& acc, double x) {
   return exact;
 }
 
+// A quiet NaN, on host and device alike.
+FASTREDUCE_HOST_DEVICE double quiet_nan() {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(0x7FF8000000000000ll);
+#else
+  return std::bit_cast<double>(0x7FF8000000000000ull);
+#endif
+}
+
+// acc + x where that sum is exact, else NaN (the test of add_if_exact). NaN marks that some
+// addition would have rounded, and it stays: a NaN operand fails the test, so every later
+// addition gives NaN again. This is the running sum of the exact check (detail/exact_axis.cuh), one
+// double with no flag beside it.
+FASTREDUCE_HOST_DEVICE double add_exact_or_nan(double acc, double x) {
+  const double t = add_rn(acc, x);
+  return sub_rn(t, acc) == x && sub_rn(t, x) == acc ? t : quiet_nan();
+}
+
 FASTREDUCE_HOST_DEVICE std::uint64_t double_bits(double x) {
 #if defined(__CUDA_ARCH__)
   return static_cast<std::uint64_t>(__double_as_longlong(x));
@@ -139,6 +157,24 @@ FASTREDUCE_HOST_DEVICE ExactPair exact_pair_add(const ExactPair& a, const ExactP
   ok = ok && add_if_exact(error, b.error);
   ok = ok && add_if_exact(error, s.error);
   return {s.sum, error, ok};
+}
+
+// The exact check's partial of doubles: sum + error is exactly the sum of what it covers, unless
+// error is NaN (an addition would have rounded or overflowed; it stays NaN). sum is TwoSum's
+// running sum and error the sum of its errors, each added with add_exact_or_nan. An overflow, or
+// an infinite or NaN element, makes TwoSum's error NaN or infinite, and add_exact_or_nan refuses
+// both, so a non-NaN error always comes with a finite sum.
+struct CheckedPair {
+  double sum;
+  double error;
+};
+FASTREDUCE_HOST_DEVICE CheckedPair checked_pair_add(const CheckedPair& s, double x) {
+  const TwoSum t = two_sum(s.sum, x);
+  return {t.sum, add_exact_or_nan(s.error, t.error)};
+}
+FASTREDUCE_HOST_DEVICE CheckedPair checked_pair_join(const CheckedPair& a, const CheckedPair& b) {
+  const TwoSum s = two_sum(a.sum, b.sum);
+  return {s.sum, add_exact_or_nan(add_exact_or_nan(a.error, b.error), s.error)};
 }
 
 // An IEEE binary format: `precision` significand bits (the implicit one included), the smallest

@@ -41,59 +41,49 @@ namespace fastreduce::engine {
 template <class A>
 inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? 4096 : 1024;
 
-// A float-valued output's partial: the exact sum so far, while ok.
-struct ExactSingle {
-  double sum;
-  bool ok;
-};
-
-// O: the result type, the accumulator's or (half and bfloat16 inputs) T itself.
+// O: the result type, the accumulator's or (half and bfloat16 inputs) T itself. The state is one
+// double for float-valued inputs (add_exact_or_nan) and a CheckedPair for doubles; NaN (in the
+// error, for doubles) marks a failed check, so there is no flag beside them: the warp's shuffles
+// move two words (four for doubles), and a lane's state fits fewer registers.
 template <class T, class O = acc_t<T, Sum>>
 struct ExactCheck {
   using A = acc_t<T, Sum>;
   static constexpr bool kDouble = std::is_same_v<A, double>;
   using Input = T;
   using Input2 = NoInput;
-  using State = std::conditional_t<kDouble, primitives::ExactPair, ExactSingle>;
+  using State = std::conditional_t<kDouble, primitives::CheckedPair, double>;
   using Acc = State;
   using Partial = State;
   using Out = O;
   static constexpr bool commutative = true;
   static constexpr unsigned folds = 2;
   static constexpr bool order_independent = true;
+  // Blocks an SM for the warp-per-row kernel (axis_fast.cuh): the most registers that do not
+  // spill (40 for float, 48 for half and bfloat16, 64 for double). A warp per row is latency-bound;
+  // on an H100, float rows of 256 took 34 us at 40 registers against 43 us at 62.
+  static constexpr unsigned kWarpRowsMinBlocks = kDouble ? 4 : sizeof(T) == 2 ? 5 : 6;
   unsigned* failed;  // set (to 1) by project() where an output failed the check
 
   __device__ __forceinline__ ExactCheck at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ State identity() const {
-    if constexpr (kDouble) return {0.0, 0.0, true};
-    else return {0.0, true};
+    if constexpr (kDouble) return {0.0, 0.0};
+    else return 0.0;
   }
   __device__ __forceinline__ State start() const { return identity(); }
-  __device__ __forceinline__ State fold(State s, const T& x, std::size_t) const {
-    if constexpr (kDouble) {
-      const primitives::TwoSum t = primitives::two_sum(s.sum, x);
-      s.sum = t.sum;
-      s.ok = primitives::add_if_exact(s.error, t.error) && s.ok;  // refuses the NaN error of an overflow
-    } else {
-      s.ok = primitives::add_if_exact(s.sum, primitives::to_acc<double>(x)) && s.ok;
-    }
-    return s;
+  __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const {
+    if constexpr (kDouble) return primitives::checked_pair_add(s, x);
+    else return primitives::add_exact_or_nan(s, primitives::to_acc<double>(x));
   }
+  __device__ __forceinline__ State value(const State& s) const { return s; }
   template <unsigned V>
   __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, std::size_t i) const {
 #pragma unroll
     for (unsigned k = 0; k < V; ++k) s = fold(s, v.elem[k], i + k);
     return s;
   }
-  __device__ __forceinline__ State value(const State& s) const { return s; }
   __device__ __forceinline__ State combine(const State& a, const State& b) const {
-    if constexpr (kDouble) {
-      return primitives::exact_pair_add(a, b);
-    } else {
-      State r = a;
-      r.ok = primitives::add_if_exact(r.sum, b.sum) && a.ok && b.ok;
-      return r;
-    }
+    if constexpr (kDouble) return primitives::checked_pair_join(a, b);
+    else return primitives::add_exact_or_nan(a, b);
   }
   __host__ __device__ __forceinline__ State partial(const State& a) const { return a; }
   __device__ __forceinline__ State merge(const State& a, const State& b) const { return combine(a, b); }
@@ -101,14 +91,17 @@ struct ExactCheck {
   // The exact sum rounded once into O; NaN and the flag where a step would have rounded. A half
   // or bfloat16 result is the exact double sum rounded once into that type (never through float).
   __device__ __forceinline__ O project(const State& p) const {
-    if (!p.ok) {
+    double mark;
+    if constexpr (kDouble) mark = p.error;
+    else mark = p;
+    if (isnan(mark)) {
       atomicOr(failed, 1u);
-      if constexpr (std::is_same_v<O, A>) return static_cast<A>(__longlong_as_double(0x7FF8000000000000ll));
-      else return primitives::from_bits<O>(std::is_same_v<O, __half> ? 0x7E00u : 0x7FC0u);
+      if constexpr (std::is_same_v<O, A>) return static_cast<A>(mark);  // NaN
+      else return primitives::narrow_float<O>(static_cast<float>(mark));
     }
     if constexpr (kDouble) return primitives::add_rn(p.sum, p.error);
-    else if constexpr (std::is_same_v<O, A>) return __double2float_rn(p.sum);
-    else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p.sum));
+    else if constexpr (std::is_same_v<O, A>) return __double2float_rn(p);
+    else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p));
   }
 };
 
