@@ -315,8 +315,16 @@ def _torch_callbacks(torch, by_code, x, code, device):
     return alloc, copy_contiguous, keep
 
 
+def _plain_dim(dim):
+    """dim is None, an int or a tuple or list of ints, none of them a bool (or a float): only those
+    may key a plan, as True and 1.0 hash as 1 and must reach the checks that refuse them."""
+    if dim is None or type(dim) is int:
+        return True
+    return type(dim) in (tuple, list) and all(type(d) is int for d in dim)
+
+
 def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
-    if dtype is None and out is None and x.is_cuda and type(dim) is not bool:
+    if dtype is None and out is None and x.is_cuda and _plain_dim(dim):
         key = (op, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim, mode)
         try:
             plan = _plans.get(key)
@@ -325,7 +333,7 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
         if plan is not None:
             code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
             device = x.get_device()
-            result = x.new_empty(out_shape, dtype=acc)
+            result = x.new_empty(out_shape) if acc is None else x.new_empty(out_shape, dtype=acc)
             stream = _torch_stream(torch, device)
             args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, stream, device)
             need = _core.reduce(*args)
@@ -353,7 +361,9 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
                           _torch_temp(torch, x), kind, want_code)
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
         folded, out_shape, acc = record[0]
-        _plan_put(_plans, key, (code, _OPS[op], mode_code, folded, out_shape, by_code[acc],
+        # acc None: the result is of x's own dtype (new_empty without a dtype= is the cheaper call)
+        _plan_put(_plans, key, (code, _OPS[op], mode_code, folded, out_shape,
+                                None if by_code[acc] == x.dtype else by_code[acc],
                                 None if by_code[acc] == want else want, kind))
     if result.dtype != want:
         result = result.to(want)
@@ -515,15 +525,17 @@ _torch_op = None
 
 _torch_mod = None  # torch, once seen (a global read is all that torch.compile traces through)
 _is_compiling = None
+_Tensor = None  # torch.Tensor, once torch has been seen: the planned path takes exactly this type
 
 
 def _torch_module():
     """The torch module once it has been imported, else None."""
-    global _torch_mod, _is_compiling
+    global _torch_mod, _is_compiling, _Tensor
     if _torch_mod is None:
         t = sys.modules.get("torch")
         if t is not None and hasattr(t, "Tensor"):
             _is_compiling = getattr(getattr(t, "compiler", None), "is_compiling", None) or (lambda: False)
+            _Tensor = t.Tensor
             _torch_mod = t
     return _torch_mod
 
@@ -584,6 +596,29 @@ def _in_graph(torch):
     return _is_compiling()
 
 
+def _planned(op, x, dim, keepdim, mode):
+    """A repeated eager call on a plain torch CUDA tensor that has a plan (_plans, made by an
+    earlier call of the same key): the plan's output and one engine call, nothing else. None where
+    there is none (any other type, a subclass, a traced call, a key not seen, an unhashable dim)."""
+    # dim None or a plain int: True and 1.0 hash as 1, and must reach the checks, not dim=1's plan
+    if type(x) is not _Tensor or (dim is not None and type(dim) is not int) or _is_compiling():
+        return None
+    try:
+        plan = _plans[(op, x.dtype, x.shape, x.stride(), dim, keepdim, mode)]
+    except (KeyError, TypeError):
+        return None
+    device = x.get_device()
+    if device < 0:  # a CPU tensor of a planned shape: the full path says what is wrong
+        return None
+    code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
+    result = x.new_empty(out_shape) if acc is None else x.new_empty(out_shape, dtype=acc)
+    args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, _raw_stream(device), device)
+    need = _core.reduce(*args)
+    if need:
+        _captured(_core.reduce, args, need, _torch_temp(_torch_mod, x))
+    return result if want is None else result.to(want)
+
+
 def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     """Sum of the elements of x over dim (all dims by default), like torch.sum.
 
@@ -598,21 +633,37 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     int32/uint32 sums in 64 bits are written by the engine itself, with no conversion before or
     after it (dtype= other than those, and out=, still convert).
     """
+    if dtype is None and out is None:
+        r = _planned("sum", x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _reduce("sum", "sum", x, dim, keepdim, dtype, out, mode)
 
 
 def prod(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     """Product of the elements of x over dim, like torch.prod (integers multiply into int64)."""
+    if dtype is None and out is None:
+        r = _planned("prod", x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _reduce("prod", "prod", x, dim, keepdim, dtype, out, mode)
 
 
 def amin(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     """Minimum over dim, like torch.amin: NaN propagates; the result has x's dtype."""
+    if out is None:
+        r = _planned("amin", x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _reduce("amin", "amin", x, dim, keepdim, None, out, mode)
 
 
 def amax(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     """Maximum over dim, like torch.amax: NaN propagates; the result has x's dtype."""
+    if out is None:
+        r = _planned("amax", x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _reduce("amax", "amax", x, dim, keepdim, None, out, mode)
 
 
@@ -868,7 +919,7 @@ _fplans = {}
 
 
 def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, values):
-    if y is None and dtype is None and x.is_cuda and type(dim) is not bool:
+    if y is None and dtype is None and x.is_cuda and _plain_dim(dim):
         key = (op, param, values, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim,
                mode)
         plan = _fplans.get(key)

@@ -114,9 +114,14 @@ def test_dim_forms():
     assert torch.allclose(fr.sum(x, dim=[0]), x.sum(dim=0), atol=1e-5)
     with pytest.raises(TypeError):
         fr.sum(x, dim=True)
-    fr.sum(x, dim=1)  # a cached plan for dim=1 must not let dim=True through
-    with pytest.raises(TypeError):
-        fr.sum(x, dim=True)
+    fr.sum(x, dim=1)  # a cached plan for dim=1 must not let dim=True (or 1.0) through
+    fr.sum(x, dim=(1,))
+    fr.amax(x, dim=1)
+    fr.mean(x, dim=1)
+    for bad in (True, 1.0, (True,), [1.0]):
+        for f in (fr.sum, fr.amax, fr.mean):
+            with pytest.raises(TypeError):
+                f(x, dim=bad)
 
 
 def test_empty():
