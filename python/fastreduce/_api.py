@@ -607,9 +607,9 @@ def _planned(op, x, dim, keepdim, mode):
         plan = _plans[(op, x.dtype, x.shape, x.stride(), dim, keepdim, mode)]
     except (KeyError, TypeError):
         return None
-    device = x.get_device()
-    if device < 0:  # a CPU tensor of a planned shape: the full path says what is wrong
+    if not x.is_cuda:  # a CPU (or other device's) tensor of a planned shape: the full path says what is wrong
         return None
+    device = x.get_device()
     code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
     result = x.new_empty(out_shape) if acc is None else x.new_empty(out_shape, dtype=acc)
     args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, _raw_stream(device), device)

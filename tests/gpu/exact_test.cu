@@ -310,8 +310,55 @@ namespace {
 
 // An axis of length 1 runs as fast mode (one element's sum is that element rounded once): every
 // output must hold the bits the 1-D exact sum gives its element alone, negative zero (+0, as every
-// exact path gives it), subnormals, the largest values, infinities and NaN included, in rows and
-// in columns.
+// exact path gives it), subnormals, the largest values, infinities and NaN included (NaN: a NaN;
+// its payload is not part of the result), on every layout a length of 1 can take, in the
+// accumulator's type and, for half and bfloat16, in the input's own type.
+template <class T, class O>
+void check_length_one_into(const std::vector<T>& host, const DeviceBuffer<T>& in, const std::vector<Acc<T>>& one) {
+  namespace eng = fastreduce::engine;
+  const std::size_t n = host.size();
+  const std::vector<fr::Axis> axes = {
+      fr::Axis{n, 1, 1},                          // rows of one element
+      fr::Axis{1, 1, n},                          // one row of n columns
+      fr::Axis{n / 2, 1, 1, 2},                   // every other element
+      fr::Axis{1, 1, n / 3, fr::Axis::kContiguous, 1, 3},  // a strided view
+      fr::Axis{1, 1, 1},                          // one output of one element
+  };
+  for (const fr::Axis& axis : axes) {
+    const std::size_t outputs = axis.outer * axis.inner;
+    const std::int64_t step = axis.outer > 1 ? (axis.outer_stride == fr::Axis::kContiguous ? 1 : axis.outer_stride)
+                                             : (axis.inner_stride == fr::Axis::kContiguous ? 1 : axis.inner_stride);
+    eng::AxisPlan plan{};
+    ASSERT_EQ((eng::describe_axis<fr::storage_t<T>, fr::Sum>(reinterpret_cast<const fr::storage_t<T>*>(in.get()), axis,
+                                                             kExact, plan)),
+              cudaSuccess);
+    EXPECT_TRUE(plan.path != eng::AxisPath::ReproRows && plan.path != eng::AxisPath::ReproColumns)
+        << "length 1 takes fast mode's path, not " << eng::axis_path_name(plan.path);
+    DeviceBuffer<O> out(outputs);
+    out.poison();
+    std::size_t bytes = 0;
+    ASSERT_EQ((fr::reduce_axis_async(nullptr, bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact)), cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    ASSERT_EQ((fr::reduce_axis_async(temp.get(), bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact)), cudaSuccess);
+    std::vector<O> got(outputs);
+    CUDA_OK(cudaMemcpy(got.data(), out.get(), outputs * sizeof(O), cudaMemcpyDeviceToHost));
+    int failures = 0;
+    for (std::size_t q = 0; q < outputs; ++q) {
+      const std::size_t i = q * static_cast<std::size_t>(step);
+      // The 1-D exact sum of element i, in O: the accumulator's value, or (half, bfloat16) the
+      // element itself, which it holds exactly (-0 as +0).
+      const double expected = std::is_same_v<O, Acc<T>> ? double(one[i]) : (double(host[i]) == 0.0 ? 0.0 : double(host[i]));
+      const double value = double(got[q]);
+      const bool same = std::isnan(expected) ? std::isnan(value)
+                                             : (value == expected && std::signbit(value) == std::signbit(expected));
+      if (!same && ++failures <= 3) {
+        ADD_FAILURE() << "length 1, " << axis.outer << " x 1 x " << axis.inner << ", output " << q << std::hexfloat
+                      << ": got " << value << ", the 1-D exact sum of the element " << expected;
+      }
+    }
+  }
+}
+
 template <class T>
 void check_length_one() {
   FASTREDUCE_REQUIRE_GPU();
@@ -323,35 +370,18 @@ void check_length_one() {
                       : std::is_same_v<T, __half> ? 0x1p-24
                       : std::is_same_v<T, __nv_bfloat16> ? 0x1p-133
                                                          : double(std::numeric_limits<float>::denorm_min());
-  std::vector<T> host = exact_data<T>(0, 4099, test_seed());
+  std::vector<T> host = exact_data<T>(0, 4098, test_seed());
   const std::vector<double> specials = {-0.0, 0.0, tiny, -tiny, largest, -largest,
                                         std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
                                         std::numeric_limits<double>::quiet_NaN(), -1.5};
-  for (std::size_t i = 0; i < specials.size(); ++i) host[3 * i + 1] = T(specials[i]);
+  for (std::size_t i = 0; i < specials.size(); ++i) host[6 * i] = T(specials[i]);  // at every step the layouts take
   const std::size_t n = host.size();
   DeviceBuffer<T> in(n);
   CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   std::vector<A> one(n);
-  for (std::size_t i = 0; i < n; i += (i < 40 ? 1 : 97)) one[i] = exact_sum(in.get() + i, 1);
-  for (const fr::Axis& axis : {fr::Axis{n, 1, 1}, fr::Axis{1, 1, n}}) {
-    DeviceBuffer<A> out(n);
-    out.poison();
-    std::size_t bytes = 0;
-    ASSERT_EQ((fr::reduce_axis_async<T, fr::Sum>(nullptr, bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact)), cudaSuccess);
-    DeviceBuffer<char> temp(bytes);
-    ASSERT_EQ((fr::reduce_axis_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact)),
-              cudaSuccess);
-    std::vector<A> got(n);
-    CUDA_OK(cudaMemcpy(got.data(), out.get(), n * sizeof(A), cudaMemcpyDeviceToHost));
-    int failures = 0;
-    for (std::size_t i = 0; i < n; i += (i < 40 ? 1 : 97)) {
-      if (!same_result(got[i], one[i]) && ++failures <= 3) {
-        ADD_FAILURE() << (axis.inner == 1 ? "rows" : "columns") << " of 1, output " << i << std::hexfloat << ": got "
-                      << double(got[i]) << ", the 1-D exact sum of the element " << double(one[i]);
-      }
-    }
-    EXPECT_FALSE(std::signbit(double(got[1]))) << "-0 gives +0";
-  }
+  for (std::size_t i = 0; i < n; ++i) one[i] = exact_sum(in.get() + i, 1);
+  check_length_one_into<T, A>(host, in, one);
+  if constexpr (!std::is_same_v<T, A>) check_length_one_into<T, T>(host, in, one);
 }
 
 }  // namespace
