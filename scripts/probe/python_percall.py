@@ -1,7 +1,7 @@
 """Host time per call of fastreduce's sum and amax against torch's, at small sizes where a call is
 bound by the host, and the cost of the pieces of fastreduce's planned path (output allocation,
 plan key, device, compile check). Run it with two installs side by side to compare them in one
-session: `PYTHONPATH=/path/to/old python scripts/probe/python_percall.py old`, then with the new
+run: `PYTHONPATH=/path/to/old python scripts/probe/python_percall.py old`, then with the new
 one installed, `python scripts/probe/python_percall.py new`; alternate the two a few times, as
 the host's speed drifts. Prints µs per call (fastreduce.bench's timing: calls back to back, the
 median of seven batches)."""
