@@ -331,15 +331,7 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
         except TypeError:  # an unhashable dim or mode: the checks below say which
             key, plan = None, None
         if plan is not None:
-            code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
-            device = x.get_device()
-            result = x.new_empty(out_shape) if acc is None else x.new_empty(out_shape, dtype=acc)
-            stream = _torch_stream(torch, device)
-            args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, stream, device)
-            need = _core.reduce(*args)
-            if need:
-                _captured(_core.reduce, args, need, _torch_temp(torch, x))
-            return result if want is None else result.to(want)
+            return _run_plan(plan, x)
     else:
         key = None
     in_code = _torch_tables(torch)[0].get(x.dtype) if isinstance(x, torch.Tensor) else None  # before any dtype=
@@ -600,22 +592,26 @@ def _planned(op, x, dim, keepdim, mode):
     """A repeated eager call on a plain torch CUDA tensor that has a plan (_plans, made by an
     earlier call of the same key): the plan's output and one engine call, nothing else. None where
     there is none (any other type, a subclass, a traced call, a key not seen, an unhashable dim)."""
-    # dim None or a plain int: True and 1.0 hash as 1, and must reach the checks, not dim=1's plan
-    if type(x) is not _Tensor or (dim is not None and type(dim) is not int) or _is_compiling():
+    if type(x) is not _Tensor or not _plain_dim(dim) or _is_compiling():
         return None
     try:
         plan = _plans[(op, x.dtype, x.shape, x.stride(), dim, keepdim, mode)]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError):  # a list dim: the full path keys it as a tuple
         return None
     if not x.is_cuda:  # a CPU (or other device's) tensor of a planned shape: the full path says what is wrong
         return None
-    device = x.get_device()
+    return _run_plan(plan, x)
+
+
+def _run_plan(plan, x):
+    """A torch call by its plan (_plans): the output, one engine call on torch's current stream."""
     code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
+    device = x.get_device()
     result = x.new_empty(out_shape) if acc is None else x.new_empty(out_shape, dtype=acc)
     args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, _raw_stream(device), device)
     need = _core.reduce(*args)
     if need:
-        _captured(_core.reduce, args, need, _torch_temp(_torch_mod, x))
+        _captured(_core.reduce, args, need, _torch_temp(_torch_module(), x))
     return result if want is None else result.to(want)
 
 
