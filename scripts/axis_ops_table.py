@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The family's axis bench as a markdown table: each op's share of Sum's time on the same shape
-(`fastreduce bench-axis --ops ...`), and torch's time over ours where torch has the op
+"""The family's axis bench as a markdown table: each op's GB/s as a share of Sum's on the same
+shape (`fastreduce bench-axis --ops ...`), and torch's time over ours where torch has the op
 (`scripts/bench_axis_torch.py`, same run).
 
     scripts/axis_ops_table.py bench_axis_ops.json [bench_axis_ops_torch.json] [--type float]
 
-A cell reads "of Sum" (Sum's time / the op's, same bytes read) and, after a slash, torch's time /
-ours (> 1: we are faster)."""
+A cell reads "of Sum" (the op's GB/s over Sum's, each counting the bytes it reads and writes: dot
+reads two inputs, argmax writes a value and an index) and, after a slash, torch's time / ours
+(> 1: we are faster)."""
 import argparse
 import json
 

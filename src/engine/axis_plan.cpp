@@ -80,6 +80,7 @@ const char* axis_path_name(AxisPath path) {
     case AxisPath::Columns: return "columns";
     case AxisPath::ColumnsScalar: return "columns-scalar";
     case AxisPath::Strided: return "strided";
+    case AxisPath::Map: return "map";
     case AxisPath::ReproRows: return "repro-rows";
     case AxisPath::ReproColumns: return "repro-columns";
     case AxisPath::Ordered: return "ordered";
@@ -118,7 +119,7 @@ const char* resolve_axis(const Axis& axis, AxisLayout& layout) {
 }
 
 AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
-                          bool tile_ok) {
+                          bool tile_ok, std::size_t tile_row_max, bool map_ok) {
   const std::size_t outputs = layout.outputs();
   if (outputs == 0) return AxisPath::Nothing;
   if (layout.length == 0) return AxisPath::Identity;
@@ -128,7 +129,8 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   const std::size_t row_bytes = layout.length * elem_size;
   const bool contiguous_rows = layout.inner == 1 && rows_contiguous &&
                                (layout.outer == 1 || layout.outer_stride == std::int64_t(layout.length));
-  if (tile_ok && contiguous_rows && row_bytes <= kAxisPolicy.tile_row_max_bytes) return AxisPath::RowsTile;
+  if (map_ok && contiguous_rows && layout.length == 1) return AxisPath::Map;
+  if (tile_ok && contiguous_rows && row_bytes <= tile_row_max) return AxisPath::RowsTile;
   if (layout.length_stride == 1) {
     const bool enough_rows = outputs >= std::size_t(std::max(sms, 1)) * kAxisWarps;
     return row_bytes <= kAxisPolicy.warp_row_max_bytes && enough_rows ? AxisPath::RowsWarp : AxisPath::RowsBlock;
@@ -209,6 +211,10 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
     case AxisPath::Strided:
       plan.items = outputs;
       plan.grid = grid_for(outputs, kAxisWarps, max_blocks);
+      break;
+    case AxisPath::Map:
+      plan.items = outputs;
+      plan.grid = grid_for(outputs, std::size_t(kAxisThreads) * kMapOutputsPerThread, max_blocks);
       break;
     case AxisPath::ReproRows: {
       const std::size_t tiles = ceil_div(layout.length, kReproTile);

@@ -61,6 +61,56 @@ TEST(AxisPlan, PathsByShape) {
   EXPECT_EQ(path_of({.length = 1000, .inner = 4}, 4, true), eng::AxisPath::ReproColumns);
 }
 
+TEST(AxisPlan, LengthOneOverAdjacentOutputsIsRowsOfOne) {
+  // Columns of one row, rows of one element, slices of columns: output q is element q.
+  for (const fr::Axis& a : {fr::Axis{.outer = 1, .length = 1, .inner = 1000}, fr::Axis{.outer = 1000, .length = 1},
+                            fr::Axis{.outer = 3, .length = 1, .inner = 9},
+                            fr::Axis{.outer = 1, .length = 1, .inner = 50, .outer_stride = 7},  // one slice
+                            fr::Axis{.outer = 50, .length = 1, .inner = 1, .inner_stride = 5}}) {
+    const auto l = eng::length_one_as_rows(resolved(a));
+    EXPECT_EQ(l.outer, a.outer * a.inner);
+    EXPECT_EQ(l.length, 1u);
+    EXPECT_EQ(l.inner, 1u);
+    EXPECT_EQ(l.outer_stride, 1);
+    EXPECT_EQ(eng::choose_axis_path(l, 4, false, 132), eng::AxisPath::RowsTile);
+    EXPECT_EQ(eng::choose_axis_path(l, 4, false, 132, true, eng::kAxisPolicy.tile_row_max_bytes, true),
+              eng::AxisPath::Map);
+  }
+  // Outputs that are not adjacent elements, or longer axes: the layout as it was.
+  for (const fr::Axis& a : {fr::Axis{.outer = 3, .length = 1, .inner = 9, .outer_stride = 10},
+                            fr::Axis{.outer = 100, .length = 1, .outer_stride = 2},
+                            fr::Axis{.length = 1, .inner = 9, .inner_stride = -1},
+                            fr::Axis{.outer = 9, .length = 1, .outer_stride = -1},
+                            fr::Axis{.outer = 3, .length = 1, .inner = 9, .outer_stride = 9 * 2, .inner_stride = 1},
+                            fr::Axis{.outer = 3, .length = 2, .inner = 9}, fr::Axis{.outer = 1, .length = 1}}) {
+    const auto r = resolved(a);
+    const auto l = eng::length_one_as_rows(r);
+    EXPECT_EQ(l.outer, r.outer);
+    EXPECT_EQ(l.length, r.length);
+    EXPECT_EQ(l.inner, r.inner);
+    EXPECT_EQ(l.outer_stride, r.outer_stride);
+    EXPECT_EQ(l.length_stride, r.length_stride);
+    EXPECT_EQ(l.inner_stride, r.inner_stride);
+  }
+  // Map only where asked for, and only for length 1.
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 1000, .length = 2}), 4, false, 132, true,
+                                  eng::kAxisPolicy.tile_row_max_bytes, true),
+            eng::AxisPath::RowsTile);
+}
+
+TEST(AxisPlan, ReductionsOtherThanBuiltInOpsTileRowsUpTo1KB) {
+  const std::size_t family = eng::kAxisPolicy.tile_row_max_bytes_family;
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 256}), 4, false, 132), eng::AxisPath::RowsWarp);
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 256}), 4, false, 132, true, family),
+            eng::AxisPath::RowsTile);
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 257}), 4, false, 132, true, family),
+            eng::AxisPath::RowsWarp);
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 128}), 8, false, 132, true, family),
+            eng::AxisPath::RowsTile);
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 256}), 4, false, 132, false, family),
+            eng::AxisPath::RowsWarp);  // a reduction the tiles cannot stage
+}
+
 TEST(AxisPlan, VectorsNeedAlignedRowsOfColumns) {
   EXPECT_TRUE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, true));
   EXPECT_FALSE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, false));

@@ -77,7 +77,13 @@ std::vector<Layout> layouts() {
   v.push_back(make_layout("one row", {.outer = 1, .length = q ? 70001u : 300001u}));
   v.push_back(make_layout("3 long rows", {.outer = 3, .length = q ? 50001u : 400003u}));
   v.push_back(make_layout("rows of 37", {.outer = q ? 2000u : 6000u, .length = 37}));
+  v.push_back(make_layout("rows of 200", {.outer = q ? 1000u : 3000u, .length = 200}));
   v.push_back(make_layout("rows of 1000", {.outer = 2000, .length = 1000}));
+  // An axis of length 1: outputs that are adjacent elements (the map path), and apart.
+  v.push_back(make_layout("rows of 1", {.outer = q ? 5003u : 50003u, .length = 1}));
+  v.push_back(make_layout("columns of one row", {.outer = 1, .length = 1, .inner = q ? 4099u : 40009u}));
+  v.push_back(make_layout("length 1, 3 slices", {.outer = 3, .length = 1, .inner = 1001}));
+  v.push_back(make_layout("length 1, outputs apart", {.outer = 3001, .length = 1, .outer_stride = 3}));
   v.push_back(make_layout("40 rows of 20000", {.outer = 40, .length = 20000}));
   v.push_back(make_layout("64 columns", {.length = 5000, .inner = 64}));
   v.push_back(make_layout("7 columns, 3 slices", {.outer = 3, .length = 20000, .inner = 7}));
@@ -397,6 +403,65 @@ TEST(Family, UsersTransformAndOrderedOp) {
   FASTREDUCE_REQUIRE_GPU();
   check_everywhere<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares");
   check_everywhere<std::uint32_t>(fr::transformed(ToAffine{}, Compose{}), "affine maps in order");
+}
+
+// The paths the layouts above are meant to take: an axis of length 1 over adjacent outputs runs
+// the map kernel (not for arg-extremes, nor for the built-in ops), rows up to 1 KB the tiles.
+TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<float> x(std::size_t(1) << 21);
+  const auto path = [&]<class Op>(const Op& op, const fr::Axis& axis) {
+    namespace eng = fr::engine;
+    eng::AxisPlan plan{};
+    if constexpr (std::is_same_v<Op, fr::Sum>) {
+      EXPECT_EQ((eng::describe_axis<float, fr::Sum>(x.get(), axis, {}, plan)), cudaSuccess);
+    } else {
+      using R = fr::reduction_t<float, Op>;
+      EXPECT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{x.get()}, axis, {}, plan), cudaSuccess);
+    }
+    (void)op;
+    return plan.path;
+  };
+  using P = fr::engine::AxisPath;
+  for (const fr::Axis& a : {fr::Axis{.outer = 4096, .length = 1}, fr::Axis{.outer = 1, .length = 1, .inner = 4096},
+                            fr::Axis{.outer = 4, .length = 1, .inner = 1024}}) {
+    EXPECT_EQ(path(fr::Mean{}, a), P::Map);
+    EXPECT_EQ(path(fr::Var{1}, a), P::Map);
+    EXPECT_EQ(path(fr::NormL2{}, a), P::Map);
+    EXPECT_EQ(path(fr::ArgMax{}, a), P::RowsTile);
+    EXPECT_EQ(path(fr::Sum{}, a), P::RowsTile);
+  }
+  EXPECT_NE(path(fr::Mean{}, {.outer = 2048, .length = 1, .outer_stride = 3}), P::Map);  // outputs apart
+  EXPECT_EQ(path(fr::Mean{}, {.outer = 8192, .length = 256}), P::RowsTile);
+  EXPECT_EQ(path(fr::ArgMax{}, {.outer = 8192, .length = 200}), P::RowsTile);
+  EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 256}), P::RowsWarp);
+}
+
+// The map kernel with a grid far smaller than its outputs (each thread takes several passes).
+TEST(Family, LengthOneWithFewBlocks) {
+  FASTREDUCE_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed());
+  const std::size_t n = 100003;
+  const auto hx = fresh_values<float>(n, rng, false);
+  Device<float> dx(hx);
+  for (unsigned blocks : {1u, 2u, 7u}) {
+    DeviceBuffer<float> out(n);
+    out.poison();
+    fr::Options opt{};
+    opt.max_blocks = blocks;
+    const fr::Axis axis{.outer = 1, .length = 1, .inner = n};
+    std::size_t bytes = 0;
+    const float* x = dx.buffer.get();
+    ASSERT_EQ(fr::reduce_axis_async(nullptr, bytes, x, out.get(), axis, fr::Var{0}, 0, opt), cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    ASSERT_EQ(fr::reduce_axis_async(temp.get(), bytes, x, out.get(), axis, fr::Var{0}, 0, opt), cudaSuccess);
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto got = host_copy(out.get(), n);
+    for (std::size_t q = 0; q < n; ++q) {
+      ASSERT_TRUE(check_output<float>(fr::Var{0}, std::vector<float>{hx[q]}, {}, got[q]))
+          << blocks << " blocks, output " << q;
+    }
+  }
 }
 
 TEST(Family, ReproducibleModeAndBadArguments) {

@@ -55,6 +55,9 @@ struct ArgReduction {
   static constexpr bool commutative = true;
   static constexpr unsigned folds = 2;
   static constexpr bool order_independent = true;
+  // Axes of length 1 stay on the tile path: the map kernel, which writes each 16-byte Indexed
+  // from its own thread, measured slower (2^24 rows of 1 float on an H100: 270 against 207 us).
+  static constexpr bool kMapPath = false;
   Op op;
 
   // Strictly better than `than`, or NaN where `than` is not.

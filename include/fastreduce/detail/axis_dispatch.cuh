@@ -25,6 +25,25 @@ namespace fastreduce::engine {
 template <class R>
 inline constexpr bool kTileOk = kVecOf<R> * sizeof(typename R::Input) == 16;
 
+// AxisPath::Map: commutative reductions other than the built-in ops (whose tile kernel already
+// runs an axis of length 1 at memory speed), unless one says `kMapPath = false`.
+template <class R>
+constexpr bool map_ok() {
+  if constexpr (is_builtin_v<R> || !R::commutative) return false;
+  else if constexpr (requires { R::kMapPath; }) return R::kMapPath;
+  else return true;
+}
+template <class R>
+inline constexpr bool kMapOk = map_ok<R>();
+
+// The longest contiguous row (bytes) that takes RowsTile: a reduction's kTileRowMaxBytes, else the
+// policy's bound for built-in ops or for the others.
+template <class R>
+constexpr std::size_t tile_row_max_bytes() {
+  if constexpr (requires { R::kTileRowMaxBytes; }) return R::kTileRowMaxBytes;
+  else return is_builtin_v<R> ? kAxisPolicy.tile_row_max_bytes : kAxisPolicy.tile_row_max_bytes_family;
+}
+
 template <class R, unsigned V>
 struct AxisKernels {
   static constexpr auto tile() {
@@ -41,6 +60,10 @@ struct AxisKernels {
   }
   static constexpr auto columns_scalar = axis_columns_kernel<1, R>;
   static constexpr auto strided = axis_strided_kernel<R>;
+  static constexpr auto map() {
+    if constexpr (kMapOk<R>) return axis_map_kernel<R>;
+    else return nullptr;
+  }
   static constexpr auto identity = axis_identity_kernel<R>;
   static constexpr auto combine_rows = combine_row_pieces_kernel<R>;
   static constexpr auto combine_columns = combine_column_pieces_kernel<R>;
@@ -94,10 +117,14 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
     return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements per output"
                                                                : "Mode::Reproducible sums at most 2^40 elements per output");
   }
+  // (Not for the ordered kernels, whose thread-per-output group needs 32 adjacent outputs across
+  // `inner`: they keep the layout as given.)
+  if (!repro_sum && R::commutative) out.layout = length_one_as_rows(out.layout);
   const int sms = multiprocessors(device);
   out.vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   // RowsTile stages two inputs only when they are equally aligned (with the same offsets into the tile).
-  AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors);
+  AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors,
+                                   tile_row_max_bytes<R>(), kMapOk<R>);
   out.exact = repro_sum && opt.mode == Mode::Exact;
   if constexpr (!R::commutative) {
     static_assert(!two_inputs_v<R>, "a reduction of two inputs needs a commutative op");
@@ -158,6 +185,9 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         has_second = true;
         break;
       case AxisPath::Strided: status = kernel_facts<K::strided, kAxisThreads>(device, main); break;
+      case AxisPath::Map:
+        if constexpr (kMapOk<R>) status = kernel_facts<K::map(), kAxisThreads>(device, main);
+        break;
       case AxisPath::ReproRows:
       case AxisPath::ReproColumns:
         if constexpr (is_reproducible_sum_v<R>) {
@@ -285,6 +315,9 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
         }
         return status;
       }
+      case AxisPath::Map:
+        if constexpr (kMapOk<R>) return launch(K::map(), Q.grid, T_, 0, stream, false, in, L.outputs(), d_out, red);
+        return cudaErrorNotSupported;
       case AxisPath::Strided:
         return launch(K::strided, Q.grid, T_, 0, stream, false,
                       StridedArgs<R>{in, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride,

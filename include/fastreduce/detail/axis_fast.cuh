@@ -207,6 +207,44 @@ __global__ void __launch_bounds__(kAxisThreads) axis_tile_kernel(TileArgs<R> arg
   }
 }
 
+// An axis of length 1 over adjacent outputs (AxisPath::Map): output q is element q alone, folded
+// from the empty state at index 0 by its unit (at() given the loaded copy, as the tile kernel
+// gives a staged one: no second load), and projected. A thread loads kMapOutputsPerThread
+// outputs' elements (a grid stride apart) before it computes any; scalar loads, as the strided
+// kernel's.
+template <class R>
+__global__ void __launch_bounds__(kAxisThreads)
+    axis_map_kernel(inputs_t<R> in, std::size_t count, typename R::Out* out, R red) {
+  using T = typename R::Input;
+  using U = std::conditional_t<two_inputs_v<R>, typename R::Input2, T>;
+  constexpr unsigned kPer = kMapOutputsPerThread;
+  const std::size_t stride = std::size_t(gridDim.x) * kAxisThreads;
+  for (std::size_t first = std::size_t(blockIdx.x) * kAxisThreads + threadIdx.x; first < count;
+       first += kPer * stride) {
+    T x[kPer];
+    U y[kPer];
+#pragma unroll
+    for (unsigned k = 0; k < kPer; ++k) {
+      const std::size_t q = first + k * stride;
+      if (q < count) {
+        x[k] = in.x[q];
+        if constexpr (two_inputs_v<R>) y[k] = in.y[q];
+      }
+    }
+#pragma unroll
+    for (unsigned k = 0; k < kPer; ++k) {
+      const std::size_t q = first + k * stride;
+      if (q < count) {
+        const R u = red.at(x + k);
+        typename R::State s = u.start();
+        if constexpr (two_inputs_v<R>) s = u.fold(s, x[k], y[k], 0);
+        else s = u.fold(s, x[k], 0);
+        write_result(u, out, q, u.partial(u.value(s)));
+      }
+    }
+  }
+}
+
 template <class R>
 struct RowsArgs {
   inputs_t<R> in;
@@ -230,6 +268,13 @@ constexpr unsigned warp_rows_min_blocks() {
 }
 template <unsigned Group, class R>
 inline constexpr unsigned kRowsMinBlocks = Group == 32 ? warp_rows_min_blocks<R>() : 1;
+// The columns kernel's bound: a reduction's kColumnsMinBlocks, else none (0 emits no bound, as
+// the kernel had; 1, unlike the rows kernel's, would change the built-in ops' code).
+template <class R>
+constexpr unsigned columns_min_blocks() {
+  if constexpr (requires { R::kColumnsMinBlocks; }) return R::kColumnsMinBlocks;
+  else return 0;
+}
 
 template <unsigned Group, unsigned V, class R>
 __global__ void __launch_bounds__(kAxisThreads, kRowsMinBlocks<Group, R>) axis_rows_kernel(RowsArgs<R> args, R red) {
@@ -300,7 +345,8 @@ inline constexpr unsigned kColumnPack =
 // vector, or one element), taking every lanes-th row of the block's piece; the row lanes' values
 // then meet in shared memory in lane order.
 template <unsigned Pack, class R>
-__global__ void __launch_bounds__(kAxisThreads) axis_columns_kernel(ColumnsArgs<R> args, R red) {
+__global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
+    axis_columns_kernel(ColumnsArgs<R> args, R red) {
   using Acc = typename R::Acc;
   using State = typename R::State;
   using L = Loaded<R, Pack>;

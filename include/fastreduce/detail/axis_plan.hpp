@@ -3,7 +3,8 @@
 // A shape (outer, length, inner) with element strides is first resolved (default strides filled
 // in, sizes and offsets checked), then given a path by where its reduced elements lie:
 //   RowsTile     contiguous short rows: a block stages a tile of whole rows in shared memory with
-//                16-byte loads, then groups of threads reduce a row each;
+//                16-byte loads, then groups of threads reduce a row each (rows up to 256 bytes,
+//                1 KB for the statistics and other reductions that are not built-in ops);
 //   RowsWarp     rows whose elements are contiguous (length_stride 1): a warp per row;
 //   RowsBlock    long rows: a block per row, or per piece of a row (partials and a combine kernel)
 //                when there are too few rows to fill the GPU;
@@ -12,6 +13,9 @@
 //                block's threads split the rows, and pieces of the columns go to several blocks
 //                when there are too few columns to fill the GPU;
 //   Strided      any other view: a warp per output;
+//   Map          an axis of length 1 over adjacent outputs, for reductions that are not built-in
+//                ops: a thread per output, each output its one element's projection (the
+//                statistics' per-output arithmetic in double hides behind the loads here);
 //   ReproRows / ReproColumns  reproducible floating-point sums (see axis_repro.cuh);
 //   Ordered      ops that are not commutative (detail/ordered.cuh);
 //   Flat         one output over contiguous elements: the 1-D engine.
@@ -35,6 +39,7 @@ enum class AxisPath : unsigned char {
   Columns,
   ColumnsScalar,
   Strided,
+  Map,       // length 1, adjacent outputs: a thread per output
   ReproRows,
   ReproColumns,
   Ordered,   // an op that is not commutative: groups of `group` threads per output, in index order
@@ -55,10 +60,14 @@ const char* resolve_axis(const Axis& axis, AxisLayout& layout);
 // Axis kernels: every block has kAxisThreads threads.
 inline constexpr unsigned kAxisThreads = 256;
 inline constexpr unsigned kAxisWarps = kAxisThreads / 32;
+// Map: outputs a thread loads before it computes any (loads in flight).
+inline constexpr unsigned kMapOutputsPerThread = 4;
 
 // Where the paths change (fast mode), in bytes of a row.
 struct AxisPolicy {
   std::size_t tile_row_max_bytes;  // contiguous rows up to this: RowsTile
+  std::size_t tile_row_max_bytes_family;  // ... for reductions other than the built-in ops, whose
+                                          // larger states make a warp per row latency-bound
   std::size_t tile_bytes;          // a RowsTile block's tile
   std::size_t warp_row_max_bytes;  // rows up to this: RowsWarp (with enough rows to fill the GPU)
   std::size_t row_piece_min_bytes; // the smallest piece of a row worth a block of its own
@@ -67,6 +76,7 @@ struct AxisPolicy {
 };
 inline constexpr AxisPolicy kAxisPolicy{
     .tile_row_max_bytes = 256,
+    .tile_row_max_bytes_family = 1024,
     .tile_bytes = 16384,
     .warp_row_max_bytes = 16384,
     .row_piece_min_bytes = 32768,
@@ -74,9 +84,29 @@ inline constexpr AxisPolicy kAxisPolicy{
     .repro_warp_row_max_tiles = 4,
 };
 
-// tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors).
+// An axis of length 1 whose outputs are adjacent elements (columns of one row, say) is the same
+// reduction as rows of one element: each output is one element, output q at d_in + q. The layout
+// is rewritten so (the tile path, whatever the axis was called); any other layout is returned as is.
+inline AxisLayout length_one_as_rows(const AxisLayout& l) {
+  if (l.length != 1 || l.outputs() <= 1) return l;
+  const bool adjacent = (l.inner == 1 && l.outer_stride == 1) || (l.outer == 1 && l.inner_stride == 1) ||
+                        (l.inner_stride == 1 && l.outer_stride == static_cast<std::int64_t>(l.inner));
+  if (!adjacent) return l;
+  AxisLayout rows{};
+  rows.outer = l.outputs();
+  rows.length = 1;
+  rows.inner = 1;
+  rows.outer_stride = 1;
+  rows.length_stride = 1;
+  rows.inner_stride = 1;
+  return rows;
+}
+
+// tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors);
+// tile_row_max: the longest row in bytes that takes it; map_ok: the reduction takes Map.
 AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
-                          bool tile_ok = true);
+                          bool tile_ok = true, std::size_t tile_row_max = kAxisPolicy.tile_row_max_bytes,
+                          bool map_ok = false);
 
 struct AxisPlan {
   AxisPath path = AxisPath::Nothing;

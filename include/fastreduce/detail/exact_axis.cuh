@@ -62,6 +62,10 @@ struct ExactCheck {
   // spill (40 for float, 48 for half and bfloat16, 64 for double). A warp per row is latency-bound;
   // on an H100, float rows of 256 took 34 us at 40 registers against 43 us at 62.
   static constexpr unsigned kWarpRowsMinBlocks = kDouble ? 4 : sizeof(T) == 2 ? 5 : 6;
+  // Rows past the built-in ops' 256 bytes take a warp each, as they were measured; an axis of
+  // length 1 never comes here (it runs as fast mode: exact_length_one_as_fast).
+  static constexpr std::size_t kTileRowMaxBytes = kAxisPolicy.tile_row_max_bytes;
+  static constexpr bool kMapPath = false;
   unsigned* failed;  // set (to 1) by project() where an output failed the check
 
   __device__ __forceinline__ ExactCheck at(const T*) const { return *this; }

@@ -57,8 +57,15 @@ struct MomentsReduction {
   using Partial = Moments<double>;
   using Out = std::remove_cvref_t<std::invoke_result_t<const Finish&, const Partial&>>;
   static constexpr bool commutative = true;
-  static constexpr unsigned folds = 2;
+  static constexpr unsigned folds = 1;
   static constexpr bool order_independent = false;
+  // Four blocks an SM on the warp-per-row and columns kernels (64 registers; 108 and 66 unbounded;
+  // var's float columns kernel spills 4 bytes): on an H100, mean over rows of 1024 floats
+  // 30.1 -> 26.7 us, columns of 4 48.8 -> 44.6, but columns of 64 and 256 30.2 -> 31.9 and
+  // 29.3 -> 32.1 (docs/notes.md). One state a thread: the loads stay in flight without a second
+  // state's registers.
+  static constexpr unsigned kWarpRowsMinBlocks = 4;
+  static constexpr unsigned kColumnsMinBlocks = 4;
   Finish finish;
   double shift = 0;  // the unit's first element (0 if that is not finite)
 
@@ -94,7 +101,9 @@ struct MomentsReduction {
   }
   __host__ __device__ __forceinline__ Partial partial(const MomentSums& p) const {
     if (p.count == 0) return {0, 0.0, 0.0, 0.0};
-    const double offset = p.s1 / static_cast<double>(p.count);
+    // One element (an axis of length 1): no division, whose double arithmetic would cost more
+    // than the element's load.
+    const double offset = p.count == 1 ? p.s1 : p.s1 / static_cast<double>(p.count);
     return {p.count, shift, offset, fma(-offset, p.s1, p.s2)};
   }
   __device__ __forceinline__ Partial merge(const Partial& a, const Partial& b) const { return MeanVar{}(a, b); }
