@@ -559,7 +559,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       return kernel_facts<segments_join_kernel<R>, kAxisThreads>(device, join);
     });
     if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
-    if (count > 0) {
+    if (count > kOneBlockScanMax) {
       if (cudaError_t f = inclusive_scan_pieces(nullptr, scan_bytes, nullptr, nullptr, count, stream); f != cudaSuccess) {
         return fail(f, "segment scan size query");
       }
@@ -613,15 +613,24 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
     auto* pieces = reinterpret_cast<unsigned long long*>(base + plan.pieces_offset);
     auto* scan = reinterpret_cast<unsigned long long*>(base + plan.scan_offset);
     P* slots = reinterpret_cast<P*>(base + plan.slots_offset);
-    const unsigned count_grid = static_cast<unsigned>(std::min<std::size_t>((count + kAxisThreads - 1) / kAxisThreads, 1u << 16));
-    cudaError_t status = launch(segment_pieces_kernel<Offset>, count_grid, kAxisThreads, 0, stream, false, d_begin, d_end,
-                                count, pieces);
-    if (status == cudaSuccess) {
-      status = inclusive_scan_pieces(base + plan.scan_temp_offset, scan_bytes, pieces, scan, count, stream);
+    cudaError_t status = cudaSuccess;
+    const bool one_block = count <= kOneBlockScanMax;
+    if (one_block) {
+      status = launch(segment_scan_kernel<Offset>, 1, kScanThreads, 0, stream, false, d_begin, d_end, count, scan);
+    } else {
+      const unsigned count_grid =
+          static_cast<unsigned>(std::min<std::size_t>((count + kAxisThreads - 1) / kAxisThreads, 1u << 16));
+      status = launch(segment_pieces_kernel<Offset>, count_grid, kAxisThreads, 0, stream, false, d_begin, d_end, count,
+                      pieces);
+      if (status == cudaSuccess) {
+        status = inclusive_scan_pieces(base + plan.scan_temp_offset, scan_bytes, pieces, scan, count, stream);
+      }
     }
     if (status == cudaSuccess) {
+      // After the one-block scan, a dependent launch (the kernel waits for the scan first).
+      const bool dependent = one_block && compute_major(device) >= 9 && main.ptx_version >= 90;
       status = with_vector_width<R>(vectors, [&]<unsigned V>() {
-        return launch(segments_kernel<V, R, Offset>, plan.grid, kAxisThreads, 0, stream, false,
+        return launch(segments_kernel<V, R, Offset>, plan.grid, kAxisThreads, 0, stream, dependent,
                       SegmentArgs<R, Offset>{in, d_begin, d_end, count, scan, slots, d_out}, red);
       });
     }

@@ -7,7 +7,9 @@
 // written out; the part of a segment cut by the run's start goes to the warp's head slot, the part
 // cut by its end to its tail slot. A second kernel gives each cut segment to the warp where it
 // starts, which combines its tail slot with the head slots of the following runs in run order.
-// The result depends only on the input and the grid: bitwise repeatable.
+// The result depends only on the input and the grid: bitwise repeatable. Up to kOneBlockScanMax
+// segments the count and scan are one block's work, and the main kernel a dependent launch after
+// it.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +24,63 @@ __device__ __forceinline__ std::size_t segment_length(const Offset* begin, const
   return e > b ? static_cast<std::size_t>(e - b) : 0;
 }
 
+// The pieces of segment s (at least 1).
+template <class Offset>
+__device__ __forceinline__ unsigned long long pieces_of(const Offset* begin, const Offset* end, std::size_t s) {
+  const std::size_t n = segment_length(begin, end, s);
+  return n == 0 ? 1 : n / kSegmentPiece + (n % kSegmentPiece != 0);
+}
+
 // pieces[s] = the pieces of segment s (at least 1); the scan then turns them into a running sum.
 template <class Offset>
 __global__ void __launch_bounds__(kAxisThreads) segment_pieces_kernel(const Offset* begin, const Offset* end,
                                                                       std::size_t count, unsigned long long* pieces) {
   for (std::size_t s = std::size_t(blockIdx.x) * kAxisThreads + threadIdx.x; s < count;
        s += std::size_t(gridDim.x) * kAxisThreads) {
-    const std::size_t n = segment_length(begin, end, s);
-    pieces[s] = n == 0 ? 1 : n / kSegmentPiece + (n % kSegmentPiece != 0);
+    pieces[s] = pieces_of(begin, end, s);
+  }
+}
+
+// Up to kOneBlockScanMax segments: their pieces counted and scanned by one block, one launch
+// instead of the counting kernel and CUB's two (power-law segments, 2^24 floats in 249, on an
+// H100: 43.6 -> 37.7 us). A thread takes at most 4 segments: at 65536 segments, 64 each, the
+// block took 230 us.
+inline constexpr std::size_t kOneBlockScanMax = 4096;
+inline constexpr unsigned kScanThreads = 1024;
+// scan[s] = the pieces of segments 0..s (count <= kOneBlockScanMax): thread t counts a run of
+// consecutive segments, the block scans the runs' totals, each thread writes its run.
+template <class Offset>
+__global__ void __launch_bounds__(kScanThreads) segment_scan_kernel(const Offset* begin, const Offset* end,
+                                                                    std::size_t count, unsigned long long* scan) {
+  __shared__ unsigned long long warp_totals[kScanThreads / 32];
+  const std::size_t per = (count + kScanThreads - 1) / kScanThreads;
+  const std::size_t s0 = std::size_t(threadIdx.x) * per;
+  const std::size_t s1 = s0 + per < count ? s0 + per : count;
+  unsigned long long mine = 0;
+  for (std::size_t s = s0; s < s1; ++s) mine += pieces_of(begin, end, s);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  unsigned long long incl = mine;
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const unsigned long long up = __shfl_up_sync(primitives::kFullMask, incl, d);
+    if (lane >= d) incl += up;
+  }
+  if (lane == 31) warp_totals[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    unsigned long long t = lane < kScanThreads / 32 ? warp_totals[lane] : 0;
+#pragma unroll
+    for (unsigned d = 1; d < 32; d *= 2) {
+      const unsigned long long up = __shfl_up_sync(primitives::kFullMask, t, d);
+      if (lane >= d) t += up;
+    }
+    if (lane < kScanThreads / 32) warp_totals[lane] = t;
+  }
+  __syncthreads();
+  unsigned long long run = incl - mine + (warp > 0 ? warp_totals[warp - 1] : 0);
+  for (std::size_t s = s0; s < s1; ++s) {
+    run += pieces_of(begin, end, s);
+    scan[s] = run;
   }
 }
 
