@@ -9,7 +9,7 @@
 // starts, which combines its tail slot with the head slots of the following runs in run order.
 // The result depends only on the input and the grid: bitwise repeatable. Up to kOneBlockScanMax
 // segments the count and scan are one block's work, and the main kernel a dependent launch after
-// it.
+// it (programmatic dependent launch, on sm_90 and later).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,8 @@ __global__ void __launch_bounds__(kAxisThreads) segment_pieces_kernel(const Offs
 // block took 230 us.
 inline constexpr std::size_t kOneBlockScanMax = 4096;
 inline constexpr unsigned kScanThreads = 1024;
+static_assert(kOneBlockScanMax <= 4 * kScanThreads, "at most four segments a thread");
+static_assert(kScanThreads / 32 <= 32, "one warp scans the warps' totals");
 // scan[s] = the pieces of segments 0..s (count <= kOneBlockScanMax): thread t counts a run of
 // consecutive segments, the block scans the runs' totals, each thread writes its run.
 template <class Offset>
