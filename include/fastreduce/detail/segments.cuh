@@ -49,6 +49,15 @@ inline constexpr std::size_t kOneBlockScanMax = 4096;
 inline constexpr unsigned kScanThreads = 1024;
 static_assert(kOneBlockScanMax <= 4 * kScanThreads, "at most four segments a thread");
 static_assert(kScanThreads / 32 <= 32, "one warp scans the warps' totals");
+// The sum of v over lanes 0..lane of the warp (Hillis-Steele: five shuffles up).
+__device__ __forceinline__ unsigned long long warp_inclusive_sum(unsigned long long v, unsigned lane) {
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const unsigned long long up = __shfl_up_sync(primitives::kFullMask, v, d);
+    if (lane >= d) v += up;
+  }
+  return v;
+}
 // scan[s] = the pieces of segments 0..s (count <= kOneBlockScanMax): thread t counts a run of
 // consecutive segments, the block scans the runs' totals, each thread writes its run.
 template <class Offset>
@@ -61,21 +70,11 @@ __global__ void __launch_bounds__(kScanThreads) segment_scan_kernel(const Offset
   unsigned long long mine = 0;
   for (std::size_t s = s0; s < s1; ++s) mine += pieces_of(begin, end, s);
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  unsigned long long incl = mine;
-#pragma unroll
-  for (unsigned d = 1; d < 32; d *= 2) {
-    const unsigned long long up = __shfl_up_sync(primitives::kFullMask, incl, d);
-    if (lane >= d) incl += up;
-  }
+  const unsigned long long incl = warp_inclusive_sum(mine, lane);
   if (lane == 31) warp_totals[warp] = incl;
   __syncthreads();
   if (warp == 0) {
-    unsigned long long t = lane < kScanThreads / 32 ? warp_totals[lane] : 0;
-#pragma unroll
-    for (unsigned d = 1; d < 32; d *= 2) {
-      const unsigned long long up = __shfl_up_sync(primitives::kFullMask, t, d);
-      if (lane >= d) t += up;
-    }
+    const unsigned long long t = warp_inclusive_sum(lane < kScanThreads / 32 ? warp_totals[lane] : 0ull, lane);
     if (lane < kScanThreads / 32) warp_totals[lane] = t;
   }
   __syncthreads();
