@@ -26,7 +26,10 @@
 // far from its unit's mean costs digits in proportion (an outlier 1e6 away: ~1e-11), and offsets
 // of doubles near +-DBL_MAX can overflow. NaN gives NaN; an infinity gives an infinite mean and a
 // NaN variance, as torch. Results are deterministic on a given GPU model (not bitwise equal
-// across GPUs); only the Linf norm has a reproducible form (it is exact).
+// across GPUs). Mode::Reproducible and Mode::Exact: the Linf norm as it is (it is exact); the L1
+// norm of floating-point inputs on the sum's reproducible and exact kernels, each element's sign
+// bit cleared as it is loaded (Mode::Exact: the exact sum of |x| rounded once into stat_t<T>, on
+// every shape); the others are refused (cudaErrorNotSupported).
 #pragma once
 
 #include <cmath>

@@ -246,6 +246,10 @@ def _mode_code(name, mode):
     return _MODES[mode]
 
 
+# The result types that hold every value of an input type exactly: its own, or a wider float.
+_EXACT_INTO = {_F16: (_F16, _F32, _F64), _BF16: (_BF16, _F32, _F64), _F32: (_F32, _F64), _F64: (_F64,)}
+
+
 def _check_mode(name, mode, op=None, code=None, want=None):
     """The mode's code for _core; RuntimeError where the mode has no form of the call. code: the
     input's type code as given (before any dtype= conversion); want: the result's (mode="exact"
@@ -256,9 +260,7 @@ def _check_mode(name, mode, op=None, code=None, want=None):
     if m != 0 and op == "prod" and code not in _INTEGER:
         raise RuntimeError(f"fastreduce.{name}: {mode} mode has no floating-point prod (it makes sums "
                            f"{mode}; integer ops, amin and amax are exact in every mode)")
-    # The input's values are held exactly by the result type: its own, or a wider float.
-    exact_into = {_F16: (_F16, _F32, _F64), _BF16: (_BF16, _F32, _F64), _F32: (_F32, _F64), _F64: (_F64,)}
-    if m == 2 and op == "sum" and code in _FLOATS and want not in exact_into.get(code, ()):
+    if m == 2 and op == "sum" and code in _FLOATS and want not in _EXACT_INTO.get(code, ()):
         raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact sum of the input's values once, into "
                            f"the input's type or a wider float, not {_dtype_name(want) if want is not None else want} "
                            f"for {_dtype_name(code)} input (a second rounding would not be exact)")
@@ -735,9 +737,10 @@ _NORMS = {1: "norm1", 2: "norm2", "fro": "norm2", math.inf: "norminf"}
 def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
     """Vector norm over dim, like torch.linalg.vector_norm (and torch.norm's vector norms):
     p (or ord) 1, 2 ("fro" too) or inf. Floating-point inputs only (integers need dtype=); the
-    result has x's dtype; L2 of doubles is scaled (Blue's sums: no overflow or underflow). Only
-    p=inf has a reproducible form (mode="reproducible"; it is exact); the others raise
-    RuntimeError in that mode."""
+    result has x's dtype; L2 of doubles is scaled (Blue's sums: no overflow or underflow).
+    p=inf is exact in every mode. p=1 has the sum's modes: mode="reproducible" (the same bits on
+    every GPU) and mode="exact" (the exact sum of |x| rounded once, which float16/bfloat16 inputs
+    take with dtype=float32). p=2 raises RuntimeError in those modes."""
     if ord is not None:
         p = ord
     which = _NORMS.get(p) if not isinstance(p, bool) else None
@@ -766,6 +769,7 @@ _ARG = ("argmax", "argmin")
 _FLOATS = {_F16, _BF16, _F32, _F64}
 _ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
 _EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
+_MAGNITUDES = ("norm1",)  # sums of |x|: the sums' reproducible and exact kernels (floating-point inputs)
 _Values = collections.namedtuple("_Values", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
 max_result = collections.namedtuple("max", ["values", "indices"])
@@ -778,8 +782,10 @@ def _family_acc(op, code):
     return _F64 if code == _F64 else _F32
 
 
-def _family_check(name, op, code, mode, converted):
-    """TypeError/RuntimeError as torch for types the op does not take; the mode."""
+def _family_check(name, op, code, mode, converted, given=None, result=None):
+    """TypeError/RuntimeError as torch for types the op does not take; the mode. given, result: the
+    codes of the input's dtype as given and of the result's (mode="exact" rounds the exact value
+    once: into float32 or float64, holding the input's values exactly, as the sum's rule)."""
     if op in _ARG:
         if code not in _ARG_CODES:
             raise TypeError(f"fastreduce.{name}: unsupported dtype {_dtype_name(code)} (arg-extremes: int8, uint8, "
@@ -791,9 +797,17 @@ def _family_check(name, op, code, mode, converted):
         raise TypeError(f"fastreduce.{name}: unsupported dtype {_dtype_name(code)}")
     m = _mode_code(name, mode)
     if m != 0 and op not in _EXACT:
-        raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on the "
-                           f"order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
-                           "argmax, argmin, norm(p=inf)")
+        if op not in _MAGNITUDES:
+            raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on "
+                               f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
+                               "argmax, argmin, norm(p=1, inf)")
+        given = code if given is None else given
+        result = _family_acc(op, code) if result is None else result
+        if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):
+            raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact result once, into float32 or "
+                               f"float64 holding the input's values: a {_dtype_name(result)} result for "
+                               f"{_dtype_name(given)} input would be rounded twice (float16/bfloat16: pass "
+                               "dtype=float32)")
     return m
 
 
@@ -940,8 +954,10 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
             return result if want is None else result.to(want)
     else:
         key = None
+    codes = _torch_tables(torch)[0]
+    given, result = codes.get(x.dtype), codes.get(x.dtype if dtype is None else dtype)
     x, code, by_code, want = _torch_input(torch, name, x, dtype)
-    mode_code = _family_check(name, op, code, mode, dtype is not None)
+    mode_code = _family_check(name, op, code, mode, dtype is not None, given, result)
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     ptr2 = 0
     if y is not None:
@@ -978,6 +994,7 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
     code = _NAME_CODES.get(str(x.dtype))
     if code is None:
         raise TypeError(f"fastreduce.{name}: unsupported dtype {x.dtype}")
+    given = code
     want = None
     if dtype is not None:
         dt = cupy.dtype(dtype)
@@ -987,7 +1004,8 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
             x = x.astype(dt)
         code = _NAME_CODES[str(x.dtype)]
         want = dt
-    mode_code = _family_check(name, op, code, mode, dtype is not None)
+    mode_code = _family_check(name, op, code, mode, dtype is not None, given,
+                              _NAME_CODES.get(str(want if want is not None else x.dtype)))
     code, shape, strides, ptr = _cai_view(name, x)
     device = x.device.id
     ptr2 = 0

@@ -276,9 +276,10 @@ void check_segments(const Op& op, const char* what) {
   auto hx = fresh_values<T>(n, rng, fr::is_arg_op_v<Op>);
   auto hy = fresh_values<T>(n, rng, fr::is_arg_op_v<Op>);
   Device<T> dx(hx), dy(hy);
-  // 3, 700 and 4096: counted and scanned by one block; 4097 and 5000: the counting kernel and CUB.
-  for (std::size_t segments :
-       {std::size_t(3), std::size_t(700), std::size_t(4096), std::size_t(4097), std::size_t(5000)}) {
+  // 1 to 4096: counted and scanned by one block (1025 and 4095: a thread's several segments, not a
+  // multiple of the block); 4097 and 5000: the counting kernel and CUB.
+  for (std::size_t segments : {std::size_t(1), std::size_t(3), std::size_t(700), std::size_t(1025), std::size_t(4095),
+                               std::size_t(4096), std::size_t(4097), std::size_t(5000)}) {
     std::vector<std::int64_t> begin(segments), end(segments);
     for (std::size_t s = 0; s < segments; ++s) {
       begin[s] = std::int64_t(rng() % n);

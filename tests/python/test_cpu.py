@@ -203,6 +203,17 @@ def test_family_type_and_mode_rules():
         C._family_check("dot", "dot", C._F64, "reproducible", False)
     with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
         C._family_check("var", "var", C._F64, "exact", False)
+    with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
+        C._family_check("norm", "norm2", C._F32, "exact", False, C._F32)
+    # The L1 norm has the sum's modes; exact results are rounded once, into float32 or float64.
+    assert C._family_check("norm", "norm1", C._F32, "exact", False) == 2
+    assert C._family_check("norm", "norm1", C._F32, "exact", True, C._F32, C._F64) == 2
+    assert C._family_check("norm", "norm1", C._F64, "reproducible", False) == 1
+    assert C._family_check("norm", "norm1", C._BF16, "exact", True, C._BF16, C._F32) == 2
+    assert C._family_check("norm", "norm1", C._F16, "reproducible", False, C._F16, C._F16) == 1
+    for given, result in ((C._F16, C._F16), (C._BF16, C._BF16), (C._F64, C._F32), (C._F32, C._F16)):
+        with pytest.raises(RuntimeError, match="rounded twice"):
+            C._family_check("norm", "norm1", given, "exact", False, given, result)
     with pytest.raises(RuntimeError, match="floating point"):
         C._family_check("mean", "mean", C._I64, "fast", False)  # torch: mean of integers needs dtype=
     with pytest.raises(TypeError, match="dtype"):

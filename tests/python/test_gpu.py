@@ -423,6 +423,26 @@ def test_norms_against_torch(dtype):
     assert torch.equal(fr.norm(x, float("inf"), mode="reproducible"), fr.norm(x, float("inf")))
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_norm1_has_the_sums_modes(dtype):
+    """norm(p=1) in the reproducible and exact modes: the sum's kernels on |x|, so its bits equal
+    fr.sum(x.abs()) in the same mode on every shape; exact results round once into float32/64."""
+    wide = {} if dtype in (torch.float32, torch.float64) else {"dtype": torch.float32}
+    for shape, dim in (((100003,), None), ((257, 1000), 1), ((1000, 257), 0), ((64, 33, 5), (0, 2)), ((40, 5000), 1)):
+        x = _seeded(shape, dtype) - 0.5  # both signs
+        for mode in ("reproducible", "exact"):
+            r = fr.norm(x, 1, dim=dim, mode=mode, **wide)
+            s = fr.sum(x.abs(), dim=dim, mode=mode, **wide)
+            assert r.dtype == s.dtype and torch.equal(r, s), (shape, dim, mode)
+            close(r, torch.linalg.vector_norm(x.double(), 1, dim=dim), r.dtype)
+    if wide:
+        with pytest.raises(RuntimeError, match="rounded twice"):
+            fr.norm(_seeded((100,), dtype), 1, mode="exact")
+        assert fr.norm(_seeded((100,), dtype), 1, mode="reproducible").dtype == dtype
+    with pytest.raises(RuntimeError, match="no form of this op"):
+        fr.norm(_seeded((100,), dtype), 2, mode="exact")
+
+
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8, torch.int8, torch.int16])
 def test_argmax_argmin_min_max_against_torch(dtype):
     rng = random.Random(random.randrange(1 << 30))

@@ -69,13 +69,13 @@ struct AxisKernels {
   static constexpr auto combine_columns = combine_column_pieces_kernel<R>;
 };
 
-// Exact: with Mode::Exact's lanes.
-template <class T, bool Exact = false>
+// Exact: with Mode::Exact's lanes. Abs: the sums of the elements' magnitudes.
+template <class T, bool Exact = false, bool Abs = false>
 struct ReproAxisKernels {
   using A = acc_t<T, Sum>;
-  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>, Exact>;
-  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>, Exact>;
-  static constexpr auto columns = repro_columns_kernel<T, Exact>;
+  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>, Exact, Abs>;
+  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>, Exact, Abs>;
+  static constexpr auto columns = repro_columns_kernel<T, Exact, Abs>;
   static constexpr auto finish = repro_pieces_finish_kernel<A>;
 };
 
@@ -190,10 +190,10 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         break;
       case AxisPath::ReproRows:
       case AxisPath::ReproColumns:
-        if constexpr (is_reproducible_sum_v<R>) {
-          repro_words = primitives::kExactRowWords<typename R::Acc>;
+        if constexpr (is_exact_sum_v<R>) {
+          repro_words = primitives::kExactRowWords<acc_t<T, Sum>>;
           with_exact_lanes(out.exact, [&]<bool Exact>() {
-            using RK = ReproAxisKernels<T, Exact>;
+            using RK = ReproAxisKernels<T, Exact, kMagnitudeSum<R>>;
             status = path == AxisPath::ReproColumns ? kernel_facts<RK::columns, kReproThreads>(device, main)
                                                     : kernel_facts<RK::rows_block, kReproThreads>(device, main);
             if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
@@ -215,12 +215,12 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
 
 // The reproducible sum of every output into `pieces` (a row of exact limbs per output and piece,
 // summed and rounded by repro_pieces_finish_kernel), or, without pieces, each output rounded in
-// place (`out`).
-template <class T, bool Exact = false>
+// place (`out`). Abs: the sums of the elements' magnitudes.
+template <class T, bool Exact = false, bool Abs = false>
 cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d_in, unsigned long long* pieces,
                               acc_t<T, Sum>* out, primitives::ResultType result, cudaStream_t stream) {
   using A = acc_t<T, Sum>;
-  using RK = ReproAxisKernels<T, Exact>;
+  using RK = ReproAxisKernels<T, Exact, Abs>;
   if (P.path == AxisPath::ReproRows) {
     const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
     const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out, result};
@@ -248,17 +248,19 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
     return launch_ordered_groups<R>(Q.group, Q.grid, in.x, layout, L.outputs(), d_out, red, stream);
   } else {
   if (Q.path == AxisPath::ReproRows || Q.path == AxisPath::ReproColumns) {
-    if constexpr (is_reproducible_sum_v<R>) {
+    if constexpr (is_exact_sum_v<R>) {
+      using T = typename R::Input;
+      using A = acc_t<T, Sum>;
       auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
       cudaError_t status = with_exact_lanes(launch_plan.exact, [&]<bool Exact>() {
-        return launch_repro_axis<typename R::Input, Exact>(L, Q, in.x, pieces, reinterpret_cast<typename R::Acc*>(d_out),
-                                                           kResultType<R>, stream);
+        return launch_repro_axis<T, Exact, kMagnitudeSum<R>>(L, Q, in.x, pieces, reinterpret_cast<A*>(d_out),
+                                                             kSumResultType<R>, stream);
       });
       if (status == cudaSuccess && Q.combine) {
         const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
-        status = launch(ReproAxisKernels<typename R::Input>::finish, grid, kReproThreads, 0, stream,
-                        launch_plan.dependent, static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
-                        reinterpret_cast<typename R::Acc*>(d_out), kResultType<R>);
+        status = launch(ReproAxisKernels<T>::finish, grid, kReproThreads, 0, stream, launch_plan.dependent,
+                        static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
+                        reinterpret_cast<A*>(d_out), kSumResultType<R>);
       }
       return status;
     }
@@ -335,16 +337,16 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
 // the exact lanes' paths.
 template <class R>
 bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, AxisLaunch& out) {
-  if constexpr (!is_reproducible_sum_v<R>) {
+  if constexpr (!is_exact_sum_v<R>) {
     return false;
   } else {
     if (opt.mode != Mode::Exact) return false;
     AxisLayout layout{};
     if (resolve_axis(axis, layout) != nullptr) return false;
-    if (layout.length == 0 || layout.length > kExactCheckMaxLength<typename R::Acc>) return false;
+    if (layout.length == 0 || layout.length > kExactCheckMaxLength<acc_t<typename R::Input, Sum>>) return false;
     Options fast = opt;
     fast.mode = Mode::Fast;
-    using C = ExactCheck<typename R::Input, typename R::Out>;
+    using C = ExactCheck<typename R::Input, typename R::Out, kMagnitudeSum<R>>;
     if (plan_axis_launch<C>(axis, inputs_t<C>{in.x}, fast, device, out, nullptr) != cudaSuccess) return false;
     const AxisPath path = out.plan.path;
     return path != AxisPath::Flat && path != AxisPath::Nothing && path != AxisPath::Identity;
@@ -356,7 +358,7 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
 // as the exact paths do. The options a reduction runs with, that rule applied.
 template <class R>
 Options exact_length_one_as_fast(const Axis& axis, const Options& opt) {
-  if constexpr (is_reproducible_sum_v<R>) {
+  if constexpr (is_exact_sum_v<R>) {
     AxisLayout layout{};
     if (opt.mode == Mode::Exact && resolve_axis(axis, layout) == nullptr && layout.length == 1) {
       Options fast = opt;
@@ -377,7 +379,8 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
                                     typename R::Out* d_out, cudaStream_t stream, const Options& opt, int device,
                                     const char** message) {
   using T = typename R::Input;
-  using C = ExactCheck<T, typename R::Out>;
+  constexpr bool kAbs = kMagnitudeSum<R>;
+  using C = ExactCheck<T, typename R::Out, kAbs>;
   const std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
   if (d_temp == nullptr) {
     temp_bytes = needed;
@@ -387,7 +390,7 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   if (message != nullptr) *message = error.message;
   if (error.code != cudaSuccess) return error.code;
   KernelFacts fixup{};
-  if (cudaError_t e = kernel_facts<exact_fixup_kernel<T>, kFixupThreads>(device, fixup); e != cudaSuccess) {
+  if (cudaError_t e = kernel_facts<exact_fixup_kernel<T, kAbs>, kFixupThreads>(device, fixup); e != cudaSuccess) {
     return planning_error(message, e, "no kernel image for this GPU (axis)");
   }
   auto* failed = static_cast<unsigned*>(d_temp);
@@ -404,10 +407,10 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
     const unsigned grid = static_cast<unsigned>(
         std::clamp<std::size_t>((L.outputs() + kOutputsPerBlock - 1) / kOutputsPerBlock, 1, resident));
     const bool dependent = compute_major(device) >= 9 && fixup.ptx_version >= 90;
-    status = launch(exact_fixup_kernel<T>, grid, kFixupThreads, 0, stream, dependent, in.x,
-                    reinterpret_cast<typename R::Acc*>(d_out),
+    status = launch(exact_fixup_kernel<T, kAbs>, grid, kFixupThreads, 0, stream, dependent, in.x,
+                    reinterpret_cast<acc_t<T, Sum>*>(d_out),
                     ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride,
-                                   kResultType<R>});
+                                   kSumResultType<R>});
   }
   if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
   return status;
@@ -469,7 +472,7 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const 
   const Options opt = exact_length_one_as_fast<R>(axis, options);
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if constexpr (is_reproducible_sum_v<R>) {
+  if constexpr (is_exact_sum_v<R>) {
     AxisLaunch check{};
     if (plan_exact_check<R>(axis, in, opt, device, check)) {
       return reduce_axis_exact_check<R>(check, d_temp, temp_bytes, in, d_out, stream, opt, device, message);
@@ -538,10 +541,10 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   // Two inputs equally aligned, or one: the vector kernels.
   const bool vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   if (repro_sum) {
-    if constexpr (is_reproducible_sum_v<R>) {
+    if constexpr (is_exact_sum_v<R>) {
       const cudaError_t e = with_exact_lanes(exact, [&]<bool Exact>() {
-        return kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact>, kReproThreads>(device,
-                                                                                                                  main);
+        return kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kMagnitudeSum<R>>,
+                            kReproThreads>(device, main);
       });
       if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
     }
@@ -592,15 +595,15 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
     return fail(cudaErrorInvalidDevicePointer, "d_begin or d_end is host memory the device cannot read");
   }
   if (repro_sum) {
-    if constexpr (is_reproducible_sum_v<R>) {
-      using A = typename R::Acc;
+    if constexpr (is_exact_sum_v<R>) {
+      using A = acc_t<T, Sum>;
       const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(
           count, opt.max_blocks > 0 ? opt.max_blocks : std::size_t(std::numeric_limits<int>::max())));
       const ReproRowsArgs<SegmentViews<T, Offset>, A> args{
-          {in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, reinterpret_cast<A*>(d_out), kResultType<R>};
+          {in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, reinterpret_cast<A*>(d_out), kSumResultType<R>};
       return with_exact_lanes(exact, [&]<bool Exact>() {
-        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact>, grid, kReproThreads, 0,
-                      stream, false, args);
+        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kMagnitudeSum<R>>, grid,
+                      kReproThreads, 0, stream, false, args);
       });
     }
     return cudaErrorNotSupported;

@@ -64,6 +64,18 @@ inline constexpr bool is_reproducible_sum_v = false;
 template <class T, class O>
 inline constexpr bool is_reproducible_sum_v<Builtin<T, Sum, acc_t<T, Sum>, O>> = std::is_floating_point_v<acc_t<T, Sum>>;
 
+// Every reduction those kernels serve: the floating-point sums, and the sums of magnitudes
+// (kMagnitudeSum, which load |x|).
+template <class R>
+inline constexpr bool is_exact_sum_v = is_reproducible_sum_v<R> || kMagnitudeSum<R>;
+
+// The type those kernels write R's results in: the float-valued sum's accumulator, or the input's
+// own narrow type.
+template <class R>
+inline constexpr primitives::ResultType kSumResultType =
+    std::is_same_v<typename R::Out, acc_t<typename R::Input, Sum>> ? primitives::ResultType::Acc
+                                                                   : primitives::kNarrowResult<typename R::Input>;
+
 // A reduction whose thread state is large takes blocks of 256 threads.
 template <class R>
 inline constexpr bool kHeavy = sizeof(typename R::State) > kHeavyStateBytes;
@@ -159,16 +171,17 @@ cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** 
   if (opt.mode != Mode::Reproducible && opt.mode != Mode::Exact) {
     return planning_error(message, cudaErrorInvalidValue, "Options::mode is not a Mode");
   }
-  if constexpr (is_reproducible_sum_v<R>) {
+  if constexpr (is_exact_sum_v<R>) {
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
                           opt.mode == Mode::Exact
                               ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                "(exact forms: Sum of floating-point types, and ops whose result is exact)"
+                                "(exact forms: Sum and the L1 norm of floating-point types, and ops whose result is "
+                                "exact)"
                               : "Mode::Reproducible: this op's result depends on the order of its floating-point "
-                                "operations (reproducible forms: Sum of floating-point types, and ops whose result is "
-                                "exact)");
+                                "operations (reproducible forms: Sum and the L1 norm of floating-point types, and ops "
+                                "whose result is exact)");
   }
   return cudaSuccess;
 }
@@ -192,8 +205,8 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   bool repro_sum = false;
   if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
   if (repro_sum) {
-    if constexpr (is_reproducible_sum_v<R>) {
-      using A = typename R::Acc;
+    if constexpr (is_exact_sum_v<R>) {
+      using A = acc_t<T, Sum>;
       out.exact = opt.mode == Mode::Exact;
       if (n >= kReproMaxElements) {
         return fail(cudaErrorNotSupported, out.exact ? "Mode::Exact sums at most 2^40 elements"
@@ -201,7 +214,7 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       }
       KernelFacts main{}, finish{};
       const cudaError_t facts = with_exact_lanes(
-          out.exact, [&]<bool Exact>() { return kernel_facts<repro_sum_kernel<T, Exact>, kReproThreads>(device, main); });
+          out.exact, [&]<bool Exact>() { return kernel_facts<repro_sum_kernel<T, Exact, kMagnitudeSum<R>>, kReproThreads>(device, main); });
       if (facts != cudaSuccess) return fail(facts, "no kernel image for this GPU (reproducible sum)");
       if (cudaError_t e = kernel_facts<repro_finish_kernel<A>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible combine)");
@@ -288,19 +301,19 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
   using P = typename R::Partial;
   const Route& r = plan.route;
   if (r.path == Path::Reproducible) {
-    if constexpr (is_reproducible_sum_v<R>) {
+    if constexpr (is_exact_sum_v<R>) {
       using T = typename R::Input;
-      using A = typename R::Acc;
+      using A = acc_t<T, Sum>;
       auto* rows = static_cast<unsigned long long*>(d_temp);
       ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows,
-                           reinterpret_cast<A*>(d_out), kResultType<R>};
+                           reinterpret_cast<A*>(d_out), kSumResultType<R>};
       cudaError_t status = with_exact_lanes(plan.exact, [&]<bool Exact>() {
-        return launch(repro_sum_kernel<T, Exact>, r.grid, kReproThreads, 0, stream, false, args);
+        return launch(repro_sum_kernel<T, Exact, kMagnitudeSum<R>>, r.grid, kReproThreads, 0, stream, false, args);
       });
       if (status == cudaSuccess && r.combine_kernel) {
         status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(rows), r.grid, reinterpret_cast<A*>(d_out),
-                        kResultType<R>);
+                        kSumResultType<R>);
       }
       return status;
     }

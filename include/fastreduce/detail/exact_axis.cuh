@@ -44,8 +44,9 @@ inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? 
 // O: the result type, the accumulator's or (half and bfloat16 inputs) T itself. The state is one
 // double for float-valued inputs (add_exact_or_nan) and a CheckedPair for doubles; NaN (in the
 // error, for doubles) marks a failed check, so there is no flag beside them: the warp's shuffles
-// move two words (four for doubles), and a lane's state fits fewer registers.
-template <class T, class O = acc_t<T, Sum>>
+// move two words (four for doubles), and a lane's state fits fewer registers. Abs: the sum of the
+// elements' magnitudes (the L1 norm).
+template <class T, class O = acc_t<T, Sum>, bool Abs = false>
 struct ExactCheck {
   using A = acc_t<T, Sum>;
   static constexpr bool kDouble = std::is_same_v<A, double>;
@@ -74,15 +75,27 @@ struct ExactCheck {
     else return 0.0;
   }
   __device__ __forceinline__ State start() const { return identity(); }
-  __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const {
+  // x added to the state (a magnitude already, for Abs).
+  __device__ __forceinline__ State add(const State& s, const T& x) const {
     if constexpr (kDouble) return primitives::checked_pair_add(s, x);
     else return primitives::add_exact_or_nan(s, primitives::to_acc<double>(x));
   }
+  __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const {
+    if constexpr (Abs) return add(s, primitives::magnitude(x));
+    else return add(s, x);
+  }
   __device__ __forceinline__ State value(const State& s) const { return s; }
+  // A vector's magnitudes are taken word by word (four masks for 16 bytes), not element by element.
   template <unsigned V>
-  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, std::size_t i) const {
+  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, std::size_t) const {
+    if constexpr (Abs) {
+      const primitives::Vec<T, V> m = primitives::magnitudes(v);
 #pragma unroll
-    for (unsigned k = 0; k < V; ++k) s = fold(s, v.elem[k], i + k);
+      for (unsigned k = 0; k < V; ++k) s = add(s, m.elem[k]);
+    } else {
+#pragma unroll
+      for (unsigned k = 0; k < V; ++k) s = add(s, v.elem[k]);
+    }
     return s;
   }
   __device__ __forceinline__ State combine(const State& a, const State& b) const {
@@ -132,8 +145,8 @@ inline constexpr unsigned kFixupThreads = 256;
 // Recomputes every NaN output of an ExactCheck launch, once it has set `failed`: a warp per such
 // output, its lanes adding the output's elements into a row of exact limbs with shared-memory
 // atomics, then rounding it once (store_limb_row). Launched after the main kernels (a dependent
-// launch where the GPU has them).
-template <class T>
+// launch where the GPU has them). Abs: the sum of the elements' magnitudes.
+template <class T, bool Abs = false>
 __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
                                                                      ExactFixupArgs args) {
   using A = acc_t<T, Sum>;
@@ -160,7 +173,9 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
       const std::int64_t first = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
                                  static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
       for (std::size_t k = lane; k < args.length; k += 32) {
-        const double x = primitives::to_acc<double>(in[first + static_cast<std::int64_t>(k) * args.length_stride]);
+        T element = in[first + static_cast<std::int64_t>(k) * args.length_stride];
+        if constexpr (Abs) element = primitives::magnitude(element);
+        const double x = primitives::to_acc<double>(element);
         primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
       }
       __syncwarp();

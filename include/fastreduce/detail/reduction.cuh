@@ -144,12 +144,10 @@ __device__ __forceinline__ void write_result(const R& r, typename R::Out* out, s
   out[q] = r.project(p);
 }
 
-// The type a reduction's results are written in, as the reproducible and exact kernels take it:
-// Acc where Out is the accumulator, else the input's own narrow type.
+// Reductions that the reproducible and exact sums' kernels serve as the sum of their elements'
+// magnitudes: the family's L1 norm of floating-point inputs (specialised in stat_reductions.cuh).
 template <class R>
-inline constexpr primitives::ResultType kResultType =
-    std::is_same_v<typename R::Out, typename R::Acc> ? primitives::ResultType::Acc
-                                                     : primitives::kNarrowResult<typename R::Input>;
+inline constexpr bool kMagnitudeSum = false;
 
 // A reduction may refuse its own parameters (a negative variance correction): `valid(message)`.
 template <class R>

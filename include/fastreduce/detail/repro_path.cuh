@@ -202,8 +202,9 @@ __device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool 
 // Mode::Exact's slow path: batch b of this lane's share of `tile` loaded again, element by element
 // (past n: +0.0, as load_batch), and added with spills, from the lane sums the batch started
 // with. Only the lanes whose batch had an inexact addition come here (every spill is a lane's
-// own). A loop, not unrolled: one copy of the spill's code per batch of the hot loop.
-template <class T, class L, class Spill>
+// own). A loop, not unrolled: one copy of the spill's code per batch of the hot loop. Abs: the
+// elements' magnitudes (the L1 norm).
+template <class T, bool Abs, class L, class Spill>
 __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std::size_t n, std::size_t tile,
                                                 unsigned b, unsigned lane, Spill& spill) {
   constexpr unsigned V = kVecElems<T>;
@@ -213,6 +214,7 @@ __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std:
     Vec<T> v;
 #pragma unroll
     for (unsigned c = 0; c < V; ++c) v.elem[c] = first + c < n ? in[first + c] : T(0.0f);
+    if constexpr (Abs) v = primitives::magnitudes(v);
     add_vector<T>(lanes, v, spill);
   }
 }
@@ -220,8 +222,9 @@ __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std:
 // A warp sums its tiles (first, first + step, ...) one after the other; lane l owns vectors
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
 // (of this tile or the next) are in flight while the current batch is added. After each tile,
-// add_tile(lanes) takes the lane's two accumulators.
-template <class L, class T, class Spill, class AddTile>
+// add_tile(lanes) takes the lane's two accumulators. Abs: each element's magnitude instead (the
+// sign bits cleared as the batch is taken from the loads).
+template <class L, bool Abs, class T, class Spill, class AddTile>
 __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
                                                std::size_t step, bool aligned, unsigned lane, Spill& spill,
                                                AddTile&& add_tile) {
@@ -236,7 +239,10 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
     for (unsigned b = 0; b < batches; ++b) {
       Vec<T> current[kBatch<T>];
 #pragma unroll
-      for (unsigned j = 0; j < kBatch<T>; ++j) current[j] = next[j];
+      for (unsigned j = 0; j < kBatch<T>; ++j) {
+        if constexpr (Abs) current[j] = primitives::magnitudes(next[j]);
+        else current[j] = next[j];
+      }
       if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
       else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
       if constexpr (kExactLane<L>) {
@@ -247,7 +253,7 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
         if (!exact) {
           lanes[0] = saved[0];
           lanes[1] = saved[1];
-          add_batch_again<T>(lanes, in, n, tile, b, lane, spill);
+          add_batch_again<T, Abs>(lanes, in, n, tile, b, lane, spill);
         }
       } else {
 #pragma unroll
@@ -259,11 +265,11 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
 }
 
 // The reproducible lanes (Lane<T>), which round instead of spilling.
-template <class T, class AddTile>
+template <bool Abs, class T, class AddTile>
 __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
                                           std::size_t step, bool aligned, unsigned lane, AddTile&& add_tile) {
   NoSpill none;
-  sum_tiles_with<Lane<T>>(in, n, tiles, first, step, aligned, lane, none, add_tile);
+  sum_tiles_with<Lane<T>, Abs>(in, n, tiles, first, step, aligned, lane, none, add_tile);
 }
 
 template <class A>
@@ -353,17 +359,18 @@ __device__ __forceinline__ void add_exact_double_tile(primitives::ExactSum<doubl
 
 // A warp's tiles (first, first + step, ... below `tiles`) of a float-valued sum, added exactly to
 // its lanes' limbs: the reproducible lanes' partials, or (Exact) Mode::Exact's chains and spills.
-template <class T, bool Exact>
+// Abs: the sum of the elements' magnitudes.
+template <class T, bool Exact, bool Abs = false>
 __device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exact, const T* in, std::size_t n,
                                                 std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
                                                 unsigned lane) {
   if constexpr (Exact) {
     auto spill = [&](double x) { lane_exact.spill(x); };
-    sum_tiles_with<ExactFloatLane>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactFloatLane (&lanes)[2]) {
+    sum_tiles_with<ExactFloatLane, Abs>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactFloatLane (&lanes)[2]) {
       lane_exact.add_chains(lanes[0].sum, lanes[1].sum);
     });
   } else {
-    sum_tiles(in, n, tiles, first, step, aligned, lane, [&](FloatLane (&lanes)[2]) {
+    sum_tiles<Abs>(in, n, tiles, first, step, aligned, lane, [&](FloatLane (&lanes)[2]) {
       const LanePartial partial = lane_partial(lanes);
       lane_exact.add(partial.sum, partial.error);
     });
@@ -372,21 +379,21 @@ __device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exac
 
 // The same for double sums, into the warp's accumulator. Exact: `spill_row` and `spill_flags`,
 // the warp's row of ExactSum<double>::kLimbs words and a flags word in shared memory.
-template <bool Exact>
+template <bool Exact, bool Abs = false>
 __device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& exact, const double* in, std::size_t n,
                                                  std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
                                                  unsigned lane, long long* spill_row = nullptr,
                                                  unsigned* spill_flags = nullptr) {
   if constexpr (Exact) {
     WarpSpillRow spill(spill_row, spill_flags, lane);
-    sum_tiles_with<ExactDoubleLane>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
+    sum_tiles_with<ExactDoubleLane, Abs>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
       add_exact_double_tile(exact, lanes, lane, spill);
       // A tile hands on at most two pieces per limb per element: after a tile that did, the row
       // joins the accumulator, which is carried, so that no limb comes near 2^63.
       if (spill.flush(exact, lane)) exact.carry(lane);
     });
   } else {
-    sum_tiles(in, n, tiles, first, step, aligned, lane, [&](DoubleLane (&lanes)[2]) {
+    sum_tiles<Abs>(in, n, tiles, first, step, aligned, lane, [&](DoubleLane (&lanes)[2]) {
       exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
     });
   }
@@ -406,7 +413,7 @@ struct ReproSpan {
 // small input still spreads over many SMs), summed into its warps' exact accumulators; stores
 // the block's row of limbs at rows + blockIdx.x * kExactRowWords. Ends with the block's threads
 // done with `shared`.
-template <class T, std::size_t Spans, bool Exact = false>
+template <class T, std::size_t Spans, bool Exact = false, bool Abs = false>
 __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Spans], unsigned long long* rows,
                                                 ReproShared<acc_t<T, Sum>>& shared) {
   using A = acc_t<T, Sum>;
@@ -421,7 +428,7 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     primitives::LaneExact lane_exact(lane_limbs[warp], lane);
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      add_float_tiles<T, Exact>(lane_exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane);
+      add_float_tiles<T, Exact, Abs>(lane_exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane);
     }
     lane_exact.into(exact);
     exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
@@ -430,7 +437,7 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     __shared__ unsigned spill_flags[warps];
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      add_double_tiles<Exact>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
+      add_double_tiles<Exact, Abs>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
                               spill_rows[Exact ? warp : 0], &spill_flags[warp]);
     }
   }
@@ -442,11 +449,12 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
 // limbs. A grid of one block then rounds its own row; a larger grid leaves the rows to
 // repro_finish_kernel, which runs after it.
 // Exact: Mode::Exact's lanes, which never round (the total is the exact sum, rounded once).
-template <class T, bool Exact = false>
+// Abs: the sum of the elements' magnitudes (the L1 norm).
+template <class T, bool Exact = false, bool Abs = false>
 __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   __shared__ ReproShared<acc_t<T, Sum>> shared;
   const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
-  repro_block_row<T, 1, Exact>(spans, args.rows, shared);
+  repro_block_row<T, 1, Exact, Abs>(spans, args.rows, shared);
   if (gridDim.x == 1) primitives::finish_exact_rows<T>(args.rows, 1, shared, args.out, args.result);
 }
 

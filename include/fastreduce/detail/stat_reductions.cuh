@@ -221,6 +221,12 @@ struct MultiplyWide {  // products of floats and halves are exact in double
 // The reductions of the statistics of T.
 template <class T>
 using l1_reduction = Transformed<T, NoInput, AbsWide, Sum, double, Cast<stat_t<T>>>;
+// Mode::Reproducible and Mode::Exact: the L1 norm of floating-point inputs is the reproducible
+// (exact) sum of the elements' magnitudes, on the sums' own kernels.
+template <class T, class F>
+inline constexpr bool kMagnitudeSum<Transformed<T, NoInput, AbsWide, Sum, double, F>> =
+    (std::is_floating_point_v<T> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
+    std::is_same_v<F, Cast<stat_t<T>>>;
 template <class T>
 using inf_reduction = Transformed<T, NoInput, AbsWide, MaxAbs, double, Cast<stat_t<T>>>;
 // Squares of floats, halves and 64-bit integers fit a double's range; doubles take Blue's sums.

@@ -68,6 +68,45 @@ __device__ __forceinline__ A to_acc(T x) {
   }
 }
 
+// |x| of a floating-point element by its bits (the sign bit cleared): exact for every value, NaN
+// stays NaN with its payload. The reproducible and exact sums of magnitudes (the L1 norm) load
+// their elements through it.
+template <class T>
+__device__ __forceinline__ T magnitude(T x) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  if constexpr (sizeof(T) == 8) {
+    return __longlong_as_double(__double_as_longlong(x) & 0x7FFFFFFFFFFFFFFFll);
+  } else if constexpr (sizeof(T) == 4) {
+    return __int_as_float(__float_as_int(x) & 0x7FFFFFFF);
+  } else {
+    unsigned short bits;
+    __builtin_memcpy(&bits, &x, 2);
+    bits &= 0x7FFFu;
+    T y;
+    __builtin_memcpy(&y, &bits, 2);
+    return y;
+  }
+}
+
+// Every element of a vector as magnitude(): a 16-byte vector's four words masked at once.
+template <class T, unsigned V>
+__device__ __forceinline__ Vec<T, V> magnitudes(const Vec<T, V>& v) {
+  Vec<T, V> m;
+  if constexpr (kWideVec<T, V>) {
+    unsigned w[4];
+    __builtin_memcpy(w, &v, 16);
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) w[i] &= sizeof(T) == 8 ? (i % 2 == 1 ? 0x7FFFFFFFu : 0xFFFFFFFFu)
+                                        : sizeof(T) == 4 ? 0x7FFFFFFFu
+                                                         : 0x7FFF7FFFu;
+    __builtin_memcpy(&m, w, 16);
+  } else {
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) m.elem[k] = magnitude(v.elem[k]);
+  }
+  return m;
+}
+
 // The type a float-valued sum's exact total is rounded into (the reproducible and exact kernels,
 // shared by the float accumulator's inputs, take it as an argument): the accumulator's (float,
 // double), or half or bfloat16 (half and bfloat16 inputs' results in their own type, rounded once).
