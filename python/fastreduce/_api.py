@@ -802,12 +802,12 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
                                "argmax, argmin, norm(p=1, inf)")
         given = code if given is None else given
-        result = _family_acc(op, code) if result is None else result
+        result = given if result is None else result  # the result's dtype is the input's unless dtype= says
         if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):
+            hint = " (pass dtype=float32)" if given in (_F16, _BF16) else ""
             raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact result once, into float32 or "
                                f"float64 holding the input's values: a {_dtype_name(result)} result for "
-                               f"{_dtype_name(given)} input would be rounded twice (float16/bfloat16: pass "
-                               "dtype=float32)")
+                               f"{_dtype_name(given)} input would be rounded twice{hint}")
     return m
 
 

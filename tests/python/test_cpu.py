@@ -207,6 +207,10 @@ def test_family_type_and_mode_rules():
         C._family_check("norm", "norm2", C._F32, "exact", False, C._F32)
     # The L1 norm has the sum's modes; exact results are rounded once, into float32 or float64.
     assert C._family_check("norm", "norm1", C._F32, "exact", False) == 2
+    with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):
+        C._family_check("norm", "norm1", C._BF16, "exact", False)  # the result's dtype defaults to the input's
+    with pytest.raises(RuntimeError, match="rounded twice$"):
+        C._family_check("norm", "norm1", C._F64, "exact", True, C._I64, C._F64)  # int64 -> float64 can round
     assert C._family_check("norm", "norm1", C._F32, "exact", True, C._F32, C._F64) == 2
     assert C._family_check("norm", "norm1", C._F64, "reproducible", False) == 1
     assert C._family_check("norm", "norm1", C._BF16, "exact", True, C._BF16, C._F32) == 2

@@ -85,14 +85,29 @@ __global__ void __launch_bounds__(kScanThreads) segment_scan_kernel(const Offset
   }
 }
 
-// The first segment whose running piece count exceeds `piece`.
+// The first segment whose running piece count exceeds `piece` (count if none), found by a whole
+// warp (every lane gets it): each round, lane l reads the scan at the end of the l-th of 32 equal
+// parts of the range left, and the ballot keeps the first part whose end exceeds `piece`. log32 of
+// the segments' count rounds of dependent loads (2 for 249 segments) instead of log2 (8). Both
+// kernels of the segments search once per warp: on an H100, float Sum over 249 power-law segments
+// of 2^24 36.7 -> 35.8 us, over 4096 rows of 4096 as segments 39.7 -> 36.4, over 65536 of 256
+// 48.1 -> 44.6.
 __device__ __forceinline__ std::size_t segment_of_piece(const unsigned long long* scan, std::size_t count,
-                                                        unsigned long long piece) {
-  std::size_t lo = 0, hi = count;
+                                                        unsigned long long piece, unsigned lane) {
+  std::size_t lo = 0, hi = count;  // the answer lies in [lo, hi]; hi = count: none exceeds
   while (lo < hi) {
-    const std::size_t mid = (lo + hi) / 2;
-    if (scan[mid] > piece) hi = mid;
-    else lo = mid + 1;
+    const std::size_t step = (hi - lo + 31) / 32;
+    const std::size_t end = lo + (lane + 1) * step - 1;  // the last segment of part `lane`
+    // Parts past the range count as exceeding: the answer is at most hi.
+    // Plain loads, which L1 may keep (every warp's first round reads the same 32 places): with
+    // __ldcg the 249 power-law segments of 2^24 floats took 37.4 us against 35.8 on an H100.
+    const bool exceeds = end >= hi || scan[end] > piece;
+    const unsigned mask = __ballot_sync(primitives::kFullMask, exceeds);
+    if (mask == 0) return hi;  // 32 parts end exactly at hi - 1, none exceeding
+    const unsigned first = static_cast<unsigned>(__ffs(mask) - 1);
+    const std::size_t part_end = lo + (first + 1) * step - 1;
+    lo += first * step;
+    hi = part_end < hi ? part_end : hi;
   }
   return lo;
 }
@@ -134,7 +149,7 @@ __global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<R, O
   const std::size_t slots = std::size_t(gridDim.x) * kAxisWarps;
   const PieceRun run = piece_run(total, w, workers);
   if (run.first >= run.last) return;
-  std::size_t s = segment_of_piece(args.scan, args.count, run.first);
+  std::size_t s = segment_of_piece(args.scan, args.count, run.first, lane);
   unsigned long long piece = run.first;
   unsigned long long before = s > 0 ? __ldcg(args.scan + s - 1) : 0;  // pieces of the segments before s
   while (piece < run.last) {
@@ -178,7 +193,7 @@ __global__ void __launch_bounds__(kAxisThreads) segments_join_kernel(const unsig
   const std::size_t workers = active_workers(total, warps);
   const PieceRun run = piece_run(total, w, workers);
   if (run.first >= run.last) return;
-  const std::size_t s = segment_of_piece(scan, count, run.last - 1);
+  const std::size_t s = segment_of_piece(scan, count, run.last - 1, lane);
   const unsigned long long through = __ldcg(scan + s);
   const unsigned long long before = s > 0 ? __ldcg(scan + s - 1) : 0;
   if (through <= run.last || before < run.first) return;  // not cut after, or not started here

@@ -225,7 +225,8 @@ using l1_reduction = Transformed<T, NoInput, AbsWide, Sum, double, Cast<stat_t<T
 // (exact) sum of the elements' magnitudes, on the sums' own kernels.
 template <class T, class F>
 inline constexpr bool kMagnitudeSum<Transformed<T, NoInput, AbsWide, Sum, double, F>> =
-    (std::is_floating_point_v<T> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
+    (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
+     std::is_same_v<T, __nv_bfloat16>) &&
     std::is_same_v<F, Cast<stat_t<T>>>;
 template <class T>
 using inf_reduction = Transformed<T, NoInput, AbsWide, MaxAbs, double, Cast<stat_t<T>>>;
