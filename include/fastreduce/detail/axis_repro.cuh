@@ -187,13 +187,6 @@ __device__ __forceinline__ T column_element(const T* base, std::int64_t stride, 
   return k < n ? base[static_cast<std::int64_t>(k) * stride] : T(0.0f);
 }
 
-// x, or (Abs) its magnitude.
-template <bool Abs, class T>
-__device__ __forceinline__ T magnitude_if(T x) {
-  if constexpr (Abs) return primitives::magnitude(x);
-  else return x;
-}
-
 // Exact: Mode::Exact's lanes. Their spills go into the output's limbs with the same atomics; a
 // double tile's lane pairs then meet in any order (the exact sum has no order), flushed into the
 // limbs where an addition would round. Abs: the sum of the elements' magnitudes (the L1 norm).
@@ -277,7 +270,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
                 for (unsigned c = 0; c < V; ++c) {
                   const std::size_t k = tile_base + (std::size_t(j0 + j) * 32 + l) * V + c;
                   const T x = valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f);
-                  lanes[c % 2].add(primitives::to_acc<float>(magnitude_if<Abs>(x)), spill);
+                  lanes[c % 2].add(primitives::to_acc<float>(primitives::magnitude_if<Abs>(x)), spill);
                 }
               }
             }
@@ -312,7 +305,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
           auto element = [&](unsigned j, unsigned c) {
             const std::size_t k = t * kReproTile + (std::size_t(j) * 32 + l) * V + c;
             return primitives::to_acc<double>(
-                magnitude_if<Abs>(valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f)));
+                primitives::magnitude_if<Abs>(valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f)));
           };
           if constexpr (Exact) {
             // Groups of 4 vectors as the float sums' batches: exact additions only, and a group

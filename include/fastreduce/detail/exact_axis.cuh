@@ -81,8 +81,7 @@ struct ExactCheck {
     else return primitives::add_exact_or_nan(s, primitives::to_acc<double>(x));
   }
   __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const {
-    if constexpr (Abs) return add(s, primitives::magnitude(x));
-    else return add(s, x);
+    return add(s, primitives::magnitude_if<Abs>(x));
   }
   __device__ __forceinline__ State value(const State& s) const { return s; }
   // A vector's magnitudes are taken word by word (four masks for 16 bytes), not element by element.
@@ -173,9 +172,8 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
       const std::int64_t first = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
                                  static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
       for (std::size_t k = lane; k < args.length; k += 32) {
-        T element = in[first + static_cast<std::int64_t>(k) * args.length_stride];
-        if constexpr (Abs) element = primitives::magnitude(element);
-        const double x = primitives::to_acc<double>(element);
+        const double x = primitives::to_acc<double>(
+            primitives::magnitude_if<Abs>(in[first + static_cast<std::int64_t>(k) * args.length_stride]));
         primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
       }
       __syncwarp();

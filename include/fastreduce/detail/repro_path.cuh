@@ -239,10 +239,7 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::
     for (unsigned b = 0; b < batches; ++b) {
       Vec<T> current[kBatch<T>];
 #pragma unroll
-      for (unsigned j = 0; j < kBatch<T>; ++j) {
-        if constexpr (Abs) current[j] = primitives::magnitudes(next[j]);
-        else current[j] = next[j];
-      }
+      for (unsigned j = 0; j < kBatch<T>; ++j) current[j] = primitives::magnitudes_if<Abs>(next[j]);
       if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
       else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
       if constexpr (kExactLane<L>) {

@@ -107,6 +107,18 @@ __device__ __forceinline__ Vec<T, V> magnitudes(const Vec<T, V>& v) {
   return m;
 }
 
+// x, or (Abs: the sums of magnitudes) magnitude(x); a vector likewise.
+template <bool Abs, class T>
+__device__ __forceinline__ T magnitude_if(T x) {
+  if constexpr (Abs) return magnitude(x);
+  else return x;
+}
+template <bool Abs, class T, unsigned V>
+__device__ __forceinline__ Vec<T, V> magnitudes_if(const Vec<T, V>& v) {
+  if constexpr (Abs) return magnitudes(v);
+  else return v;
+}
+
 // The type a float-valued sum's exact total is rounded into (the reproducible and exact kernels,
 // shared by the float accumulator's inputs, take it as an argument): the accumulator's (float,
 // double), or half or bfloat16 (half and bfloat16 inputs' results in their own type, rounded once).
