@@ -164,11 +164,12 @@ class ExactReference {
     return a.digits_ == b.digits_ && a.nan_ == b.nan_ && a.plus_inf_ == b.plus_inf_ && a.minus_inf_ == b.minus_inf_;
   }
 
-  // The exact sum rounded to nearest even with `precision` significand bits and exponents
-  // min_exponent .. max_exponent (subnormals below), as a double holding that value; beyond the
-  // range, an infinity. Infinities and NaN as IEEE addition gives them; an exact zero is +0.
-  double rounded(int precision, int min_exponent, int max_exponent) const {
-    if (nan_ || (plus_inf_ && minus_inf_)) return std::numeric_limits<double>::quiet_NaN();
+  // The exact sum (divided by `divisor`: the exact mean) rounded to nearest even with `precision`
+  // significand bits and exponents min_exponent .. max_exponent (subnormals below), as a double
+  // holding that value; beyond the range, an infinity. Infinities and NaN as IEEE addition gives
+  // them; an exact zero is +0; a divisor of 0 (the mean of nothing) gives NaN.
+  double rounded(int precision, int min_exponent, int max_exponent, std::uint64_t divisor = 1) const {
+    if (divisor == 0 || nan_ || (plus_inf_ && minus_inf_)) return std::numeric_limits<double>::quiet_NaN();
     if (plus_inf_) return std::numeric_limits<double>::infinity();
     if (minus_inf_) return -std::numeric_limits<double>::infinity();
     ExactReference c = *this;
@@ -185,33 +186,49 @@ class ExactReference {
       }
       magnitude[i] = static_cast<std::uint32_t>(v);
     }
+    // A quotient: the magnitude times 2^128 divided by `divisor`, digit by digit (a 128-bit
+    // remainder), the remainder kept as a sticky flag. Its bits reach far below every format's.
+    int low_bit = kLowBit;
+    bool remainder = false;
+    if (divisor != 1) {
+      std::vector<std::uint32_t> quotient(kDigits + 4);
+      unsigned __int128 rest = 0;
+      for (std::size_t i = quotient.size(); i-- > 0;) {
+        const unsigned __int128 current = (rest << 32) | (i >= 4 ? magnitude[i - 4] : 0u);
+        quotient[i] = static_cast<std::uint32_t>(current / divisor);
+        rest = current % divisor;
+      }
+      magnitude = quotient;
+      low_bit = kLowBit - 128;
+      remainder = rest != 0;
+    }
     auto bit = [&](long i) { return i >= 0 && ((magnitude[std::size_t(i) / 32] >> (i % 32)) & 1u) != 0; };
-    long top = static_cast<long>(32 * kDigits) - 1;
+    long top = static_cast<long>(32 * magnitude.size()) - 1;
     while (top >= 0 && !bit(top)) --top;
     if (top < 0) return 0.0;
-    const int exponent = static_cast<int>(top) + kLowBit;
+    const int exponent = static_cast<int>(top) + low_bit;
     if (exponent > max_exponent) return negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-    const long last = static_cast<long>(std::max(exponent, min_exponent) - (precision - 1) - kLowBit);  // the last bit kept
+    const long last = static_cast<long>(std::max(exponent, min_exponent) - (precision - 1) - low_bit);  // the last bit kept
     std::uint64_t q = 0;
     for (long i = top; i >= std::max(last, 0l); --i) q = 2 * q + (bit(i) ? 1 : 0);
     if (last > 0) {
-      bool sticky = false;
+      bool sticky = remainder;
       for (long i = 0; i < last - 1; ++i) sticky = sticky || bit(i);
       if (bit(last - 1) && (sticky || (q & 1) != 0)) ++q;
     }
-    double value = std::ldexp(static_cast<double>(q), static_cast<int>(std::max(last, 0l)) + kLowBit);
+    double value = std::ldexp(static_cast<double>(q), static_cast<int>(std::max(last, 0l)) + low_bit);
     const double largest = std::ldexp(2.0 - std::ldexp(1.0, 1 - precision), max_exponent);
     if (value > largest) value = std::numeric_limits<double>::infinity();
     return negative ? -value : value;
   }
 
-  // Rounded to T's format: float, double, __half or __nv_bfloat16.
+  // Rounded to T's format: float, double, __half or __nv_bfloat16 (divided by `divisor`: the mean).
   template <class T>
-  double rounded() const {
-    if constexpr (std::is_same_v<T, float>) return rounded(24, -126, 127);
-    else if constexpr (std::is_same_v<T, double>) return rounded(53, -1022, 1023);
-    else if constexpr (std::is_same_v<T, __half>) return rounded(11, -14, 15);
-    else return rounded(8, -126, 127);
+  double rounded(std::uint64_t divisor = 1) const {
+    if constexpr (std::is_same_v<T, float>) return rounded(24, -126, 127, divisor);
+    else if constexpr (std::is_same_v<T, double>) return rounded(53, -1022, 1023, divisor);
+    else if constexpr (std::is_same_v<T, __half>) return rounded(11, -14, 15, divisor);
+    else return rounded(8, -126, 127, divisor);
   }
 
  private:
@@ -240,6 +257,14 @@ double exact_rounded(const T* data, std::size_t n) {
   ExactReference exact;
   exact.add_all(data, n);
   return exact.template rounded<R>();
+}
+
+// The exact mean of data[0, n) (the exact sum divided by n) rounded once to R's format; NaN for n = 0.
+template <class R, class T>
+double exact_mean_rounded(const T* data, std::size_t n) {
+  ExactReference exact;
+  exact.add_all(data, n);
+  return exact.template rounded<R>(n);
 }
 
 }  // namespace fastreduce::reference

@@ -41,8 +41,9 @@
 // address, and the sum is compensated (error within a few units in the last place of the
 // result, see docs/reproducible.md); ops whose result is exact in any order (integers, Min, Max,
 // bitwise ops, and in fastreduce/reduce.cuh the arg-extremes and the Linf norm) give it as they
-// are, and the other rounded ops (a floating-point Prod, the moments, L1 and L2 norms, dot) are
-// refused with cudaErrorNotSupported.
+// are, the L1 norm and the mean of floating-point inputs run on the sum's own kernels
+// (fastreduce/stats.cuh), and the other rounded ops (a floating-point Prod, the variance, the L2
+// norm, dot) are refused with cudaErrorNotSupported.
 //
 // Every other op (arg-extremes, mean, variance, norms, dot, users' own ops and transforms) takes
 // the same calls and the same kernels through fastreduce/reduce.cuh and fastreduce/stats.cuh.

@@ -18,8 +18,8 @@
 // reduce_axis) use the library's cached storage per stream and throw fastreduce::Error.
 // Options::mode = Mode::Reproducible (and Mode::Exact) gives ops whose result does not depend on
 // the order of the operations (integer and bitwise ops, min, max, arg-extremes, an op that says
-// `static constexpr bool order_independent = true`) as they are, the L1 norm of floating-point
-// inputs on the sum's own kernels (fastreduce/stats.cuh), and refuses the others
+// `static constexpr bool order_independent = true`) as they are, the L1 norm and the mean of
+// floating-point inputs on the sum's own kernels (fastreduce/stats.cuh), and refuses the others
 // (cudaErrorNotSupported).
 //
 // What an op must satisfy. With R the transform's result type:

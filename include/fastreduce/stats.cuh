@@ -27,9 +27,11 @@
 // of doubles near +-DBL_MAX can overflow. NaN gives NaN; an infinity gives an infinite mean and a
 // NaN variance, as torch. Results are deterministic on a given GPU model (not bitwise equal
 // across GPUs). Mode::Reproducible and Mode::Exact: the Linf norm as it is (it is exact); the L1
-// norm of floating-point inputs on the sum's reproducible and exact kernels, each element's sign
-// bit cleared as it is loaded (Mode::Exact: the exact sum of |x| rounded once into stat_t<T>, on
-// every shape); the others are refused (cudaErrorNotSupported).
+// norm and the mean of floating-point inputs on the sum's reproducible and exact kernels (the L1
+// norm with each element's sign bit cleared as it is loaded, the mean with the total divided by
+// the count before its one rounding; Mode::Exact: the exact sum of |x|, and the exact sum divided
+// by n, rounded once into stat_t<T>, on every shape); the others are refused
+// (cudaErrorNotSupported).
 #pragma once
 
 #include <cmath>

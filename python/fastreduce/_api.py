@@ -699,7 +699,9 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, mode="fast"):
     """Mean over dim (an int, a tuple, None for all), like torch.mean: floating-point inputs only
     (integers need dtype=, as in torch); float16/bfloat16 accumulate in double and return their
     own type (or dtype=float32 with no conversion of the input). NaN for no element.
-    mode="reproducible" is refused (RuntimeError): the engine has no reproducible mean yet."""
+    Floating-point inputs have the sum's modes: mode="reproducible" (the same bits on every GPU)
+    and mode="exact" (the exact sum divided by the count, rounded once, which float16/bfloat16
+    inputs take with dtype=float32)."""
     return _family("mean", "mean", x, None, dim, keepdim, 0, dtype, mode)
 
 
@@ -769,7 +771,7 @@ _ARG = ("argmax", "argmin")
 _FLOATS = {_F16, _BF16, _F32, _F64}
 _ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
 _EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
-_MAGNITUDES = ("norm1",)  # sums of |x|: the sums' reproducible and exact kernels (floating-point inputs)
+_SUM_LIKE = ("norm1", "mean")  # the sums' reproducible and exact kernels (floating-point inputs)
 _Values = collections.namedtuple("_Values", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
 max_result = collections.namedtuple("max", ["values", "indices"])
@@ -797,10 +799,10 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
         raise TypeError(f"fastreduce.{name}: unsupported dtype {_dtype_name(code)}")
     m = _mode_code(name, mode)
     if m != 0 and op not in _EXACT:
-        if op not in _MAGNITUDES:
+        if op not in _SUM_LIKE:
             raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on "
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
-                               "argmax, argmin, norm(p=1, inf)")
+                               "argmax, argmin, mean, norm(p=1, inf)")
         given = code if given is None else given
         result = given if result is None else result  # the result's dtype is the input's unless dtype= says
         if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):

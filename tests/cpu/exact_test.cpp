@@ -5,6 +5,8 @@
 //     and overflow included;
 //   - the exact lanes (float-valued and double) with their spills, and the double lanes' butterfly
 //     of exact pairs, lose nothing on any data;
+//   - divide_window gives the exact quotient's top 64 bits and sticky bit, and the mean of exact
+//     limbs rounds as the reference's quotient; is_midpoint finds exactly the halfway points;
 //   - the reference itself agrees with Shewchuk's partials (math.fsum) where both apply.
 #include <gtest/gtest.h>
 
@@ -283,6 +285,185 @@ TEST(ExactArith, RoundScaledAtTheEdgesOfDouble) {
   EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(1ull << 63, -1074 - 64, false), 0u);  // half the smallest subnormal: to even (zero)
   EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>((1ull << 63) | 1, -1074 - 64, false), 1u);  // just above: the smallest
   EXPECT_EQ(prim::round_scaled<prim::kDoubleFormat>(0, 5, true), 1ull << 63);  // a zero keeps its sign
+}
+
+namespace {
+
+// A divisor of every kind: 1, powers of two, small, random below 2^32, 2^32 and above, up to 2^48 - 1.
+std::uint64_t any_divisor(std::mt19937_64& rng) {
+  switch (rng() % 7) {
+    case 0: return 1;
+    case 1: return std::uint64_t(1) << (rng() % 48);
+    case 2: return 1 + rng() % 1000;
+    case 3: return 1 + (rng() >> 32);
+    case 4: return (std::uint64_t(1) << 32) - 2 + rng() % 4;  // both sides of the two digit widths
+    case 5: return (std::uint64_t(1) << 48) - 1 - rng() % 3;
+    default: return 1 + (rng() >> 16);
+  }
+}
+
+// The window's value times 2^96 divided by `divisor` in 32-bit digits with a 128-bit remainder:
+// the quotient's top 64 bits with every bit under them (and the remainder, and `below`) folded
+// into bit 0, and their scale in units of window[4]'s bit 0.
+prim::Scaled reference_quotient(const std::uint32_t (&window)[5], bool below, std::uint64_t divisor) {
+  std::uint32_t digits[8] = {window[0], window[1], window[2], window[3], window[4], 0, 0, 0};  // highest first
+  std::uint32_t q[8];
+  unsigned __int128 rest = 0;
+  for (int i = 0; i < 8; ++i) {
+    const unsigned __int128 current = (rest << 32) | digits[i];
+    q[i] = static_cast<std::uint32_t>(current / divisor);
+    rest = current % divisor;
+  }
+  int first = 0;
+  while (q[first] == 0) ++first;  // the quotient is at least 2^(32 * 7 - 48)
+  const int lz = std::countl_zero(q[first]);
+  // Bits of the quotient from its top: 64 of them into m, the rest into the sticky bit.
+  unsigned __int128 top = (static_cast<unsigned __int128>(q[first]) << 64) | (static_cast<unsigned __int128>(q[first + 1]) << 32) | q[first + 2];
+  bool sticky = below || rest != 0;
+  for (int i = first + 3; i < 8; ++i) sticky = sticky || q[i] != 0;
+  // top holds 96 bits with lz leading zeros: 64 from bit 95 - lz down.
+  const int shift = 32 - lz;
+  sticky = sticky || (top & ((static_cast<unsigned __int128>(1) << shift) - 1)) != 0;
+  const std::uint64_t m = static_cast<std::uint64_t>(top >> shift);
+  // q[i] counts units of 2^(32 (7 - i) - 96) of window[4]'s bit 0.
+  return {m | (sticky ? 1 : 0), 32 * (7 - (first + 2)) - 96 + shift};
+}
+
+}  // namespace
+
+TEST(ExactArith, DivideWindowGivesTheQuotientsTopBitsAndStickyBit) {
+  SEED_TRACE("DivideWindow");
+  std::mt19937_64 rng(seed);
+  int exact = 0, wide = 0;
+  for (int i = 0; i < 200000; ++i) {
+    std::uint32_t window[5];
+    for (auto& w : window) {
+      switch (rng() % 4) {
+        case 0: w = 0; break;
+        case 1: w = 0xFFFFFFFFu; break;
+        default: w = static_cast<std::uint32_t>(rng()); break;
+      }
+    }
+    if (rng() % 4 == 0) window[0] = 1 + static_cast<std::uint32_t>(rng() % 3);
+    if (window[0] == 0) window[0] = 1;
+    const std::uint64_t divisor = any_divisor(rng);
+    bool below = rng() % 2 != 0;
+    if (rng() % 4 == 0) {  // an exact multiple of the divisor, nothing below: the quotient ends in zeros
+      const unsigned __int128 k = ((static_cast<unsigned __int128>(rng()) << 64 | rng()) >> (58 + rng() % 60)) + 1;
+      const unsigned __int128 v = k * divisor;  // below 2^118
+      for (int j = 0; j < 4; ++j) window[j] = static_cast<std::uint32_t>(v >> (32 * (3 - j)));
+      window[4] = 0;
+      while (window[0] == 0) {  // times 2^32 until the top limb is non-zero: still a multiple
+        for (int j = 0; j < 4; ++j) window[j] = window[j + 1];
+        window[4] = 0;
+      }
+      below = false;
+      ++exact;
+    }
+    wide += divisor >> 32 != 0;
+    const prim::Scaled got = prim::divide_window(window, below, divisor);
+    const prim::Scaled expected = reference_quotient(window, below, divisor);
+    ASSERT_EQ(got.m, expected.m) << std::hex << "window " << window[0] << " " << window[1] << " " << window[2] << " "
+                                 << window[3] << " " << window[4] << " below " << below << " divisor " << divisor;
+    ASSERT_EQ(got.scale, expected.scale) << "divisor " << divisor;
+    ASSERT_NE(got.m >> 63, 0u);
+  }
+  EXPECT_GT(exact, 10000);
+  EXPECT_GT(wide, 30000);
+}
+
+namespace {
+
+// The mean of random exact limbs (low bit `low_bit`, as the engine's accumulators), rounded the
+// engine's way (the five highest limbs, divide_window, round_scaled) against the reference's
+// quotient of the same value.
+template <prim::BinaryFormat F>
+void check_mean_of_limbs(std::uint64_t seed, int low_bit, int limbs) {
+  std::mt19937_64 rng(seed);
+  int subnormal = 0, infinite = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<std::uint32_t> limb(static_cast<std::size_t>(limbs), 0);
+    const int h = static_cast<int>(rng() % static_cast<std::uint64_t>(limbs));
+    const int low = std::max(0, h - static_cast<int>(rng() % 8));
+    for (int j = low; j <= h; ++j) limb[std::size_t(j)] = static_cast<std::uint32_t>(rng() >> (rng() % 2 == 0 ? 0 : rng() % 64));
+    if (limb[std::size_t(h)] == 0) limb[std::size_t(h)] = 1;
+    const std::uint64_t divisor = any_divisor(rng);
+    const bool negative = rng() % 2 != 0;
+    ExactReference reference;
+    for (int j = 0; j < limbs; ++j) {
+      const double piece = std::ldexp(static_cast<double>(limb[std::size_t(j)]), low_bit + 32 * j);
+      reference.add(negative ? -piece : piece);
+    }
+    std::uint32_t window[5];
+    for (int k = 0; k < 5; ++k) window[k] = h - k >= 0 ? limb[std::size_t(h - k)] : 0;
+    bool below = false;
+    for (int j = 0; j < h - 4; ++j) below = below || limb[std::size_t(j)] != 0;
+    const prim::Scaled q = prim::divide_window(window, below, divisor);
+    const std::uint64_t got = prim::round_scaled<F>(q.m, q.scale + low_bit + 32 * (h - 4), negative);
+    const double expected = reference.rounded(F.precision, F.min_exponent, F.bias, divisor);
+    ASSERT_EQ(got, Format<F>::bits(expected)) << "h " << h << " divisor " << divisor << std::hexfloat << " expected "
+                                              << expected;
+    subnormal += std::isfinite(expected) && expected != 0 && std::fabs(expected) < std::ldexp(1.0, F.min_exponent);
+    infinite += std::isinf(expected);
+  }
+  EXPECT_GT(subnormal, 50);
+  if (F.width != 64) EXPECT_GT(infinite, 50);
+}
+
+}  // namespace
+
+TEST(ExactArith, MeanOfExactLimbsRoundsAsTheExactQuotient) {
+  SEED_TRACE("MeanOfLimbs");
+  // Float-valued sums (limbs from 2^-149) into float, half and bfloat16; double sums (from
+  // 2^-1074, as far up as the reference's doubles reach) into double.
+  check_mean_of_limbs<prim::kFloatFormat>(seed, -149, 32);
+  check_mean_of_limbs<prim::kHalfFormat>(seed + 1, -149, 32);
+  check_mean_of_limbs<prim::kBfloat16Format>(seed + 2, -149, 32);
+  check_mean_of_limbs<prim::kDoubleFormat>(seed + 3, -1074, 64);
+}
+
+namespace {
+
+// is_midpoint against the grid of F computed in doubles: x's neighbours in F below and above, and
+// whether x is exactly between them.
+template <prim::BinaryFormat F>
+void check_midpoints(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(1.0, 2.0);
+  int midpoints = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const int e = F.min_exponent - F.precision - 2 + static_cast<int>(rng() % static_cast<std::uint64_t>(F.bias - F.min_exponent + F.precision + 4));
+    const double ulp = std::ldexp(1.0, std::max(e, F.min_exponent) - (F.precision - 1));
+    const double on_grid = std::floor(std::ldexp(unit(rng), e) / ulp) * ulp;
+    double x = on_grid;
+    switch (rng() % 4) {
+      case 0: x = on_grid + ulp / 2; break;  // a midpoint (the overflow threshold among them)
+      case 1: x = std::nextafter(on_grid + ulp / 2, rng() % 2 ? 0.0 : INFINITY); break;
+      case 2: break;  // on the grid
+      default: x = std::ldexp(unit(rng), e); break;
+    }
+    if (rng() % 2) x = -x;
+    const double a = std::fabs(x);
+    const bool beyond = a >= std::ldexp(2.0, F.bias);  // past the largest binade: nothing to round to
+    const double below = std::floor(a / ulp) * ulp;
+    const bool expected = !beyond && a - below == ulp / 2 && a != 0;
+    EXPECT_EQ(prim::is_midpoint<F>(x), expected) << std::hexfloat << x;
+    midpoints += expected;
+  }
+  EXPECT_GT(midpoints, 20000);
+}
+
+}  // namespace
+
+TEST(ExactArith, IsMidpointFindsExactlyTheHalfwayPoints) {
+  SEED_TRACE("Midpoints");
+  check_midpoints<prim::kFloatFormat>(seed);
+  check_midpoints<prim::kHalfFormat>(seed + 1);
+  check_midpoints<prim::kBfloat16Format>(seed + 2);
+  EXPECT_FALSE(prim::is_midpoint<prim::kFloatFormat>(0.0));
+  EXPECT_TRUE(prim::is_midpoint<prim::kFloatFormat>(std::ldexp(1.0, -150)));   // half the smallest subnormal
+  EXPECT_TRUE(prim::is_midpoint<prim::kFloatFormat>(std::ldexp(2.0, 127) - std::ldexp(1.0, 103)));  // the overflow threshold
+  EXPECT_FALSE(prim::is_midpoint<prim::kFloatFormat>(std::ldexp(1.0, 128)));
 }
 
 TEST(ExactLanes, FloatLanesAndTheirSpillsLoseNothing) {

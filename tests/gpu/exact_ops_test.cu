@@ -2,8 +2,13 @@
 // inputs runs on the sums' own kernels with each element's sign bit cleared as it is loaded, so on
 // every shape (1-D, rows, columns, strided views, segments) and in both modes its bits must equal
 // the built-in Sum's of the magnitudes, and in Mode::Exact the correctly rounded sum of |x| (the
-// big-integer reference, bench/reference.hpp).
+// big-integer reference, bench/reference.hpp). The mean runs on the same kernels and divides the
+// exact total by the count: in Mode::Exact it must be the exact quotient rounded once (the
+// reference's long division) on every shape, ties included; in Mode::Reproducible its bits must
+// not depend on the grid, and an output along an axis or a segment must equal the 1-D mean of its
+// elements alone.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -87,6 +92,25 @@ std::vector<T> axis_elements(const std::vector<T>& host, std::size_t origin, con
   return e;
 }
 
+// 300 segments of an input of n elements, on the host and the device: every 17th empty, every
+// 23rd reversed (end before begin), the others of power-law lengths up to 2^20.
+struct Segments {
+  std::size_t count = 300;
+  std::vector<std::int64_t> begin, end;
+  DeviceBuffer<std::int64_t> d_begin{300}, d_end{300};
+  Segments(std::size_t n, std::uint64_t seed) : begin(count), end(count) {
+    std::mt19937_64 rng(seed);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t length =
+          k % 17 == 0 ? 0 : static_cast<std::size_t>(std::pow(2.0, 20.0 * std::pow(double(rng() % 1000) / 1000.0, 3)));
+      begin[k] = std::int64_t(rng() % (n - std::min(length, n - 1)));
+      end[k] = k % 23 == 5 ? begin[k] - 3 : std::int64_t(std::min<std::size_t>(std::size_t(begin[k]) + length, n));
+    }
+    EXPECT_EQ(cudaMemcpy(d_begin.get(), begin.data(), count * 8, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d_end.get(), end.data(), count * 8, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+};
+
 template <class T>
 void check_l1(int kind) {
   using A = Acc<T>;
@@ -168,28 +192,18 @@ void check_l1(int kind) {
       }
     }
     // Segments: empty, reversed, short and long.
-    std::mt19937_64 rng(test_seed() + 17);
-    const std::size_t count = 300;
-    std::vector<std::int64_t> begin(count), end(count);
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t length =
-          k % 17 == 0 ? 0 : static_cast<std::size_t>(std::pow(2.0, 20.0 * std::pow(double(rng() % 1000) / 1000.0, 3)));
-      begin[k] = std::int64_t(rng() % (n - std::min(length, n - 1)));
-      end[k] = k % 23 == 5 ? begin[k] - 3 : std::int64_t(std::min<std::size_t>(std::size_t(begin[k]) + length, n));
-    }
-    DeviceBuffer<std::int64_t> db(count), de(count);
-    CUDA_OK(cudaMemcpy(db.get(), begin.data(), count * 8, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(de.get(), end.data(), count * 8, cudaMemcpyHostToDevice));
+    Segments segs(n, test_seed() + 17);
     const fr::Options opt{.mode = mode};
-    auto [l1, sum] = both<T>(count, [&](void* temp, std::size_t& bytes, A* out, bool norm) {
-      return norm ? fr::reduce_segments_async(temp, bytes, dx.get(), out, count, db.get(), de.get(), fr::NormL1{}, 0, opt)
-                  : fr::reduce_segments_async<T, fr::Sum>(temp, bytes, dm.get(), out, count, db.get(), de.get(),
+    auto [l1, sum] = both<T>(segs.count, [&](void* temp, std::size_t& bytes, A* out, bool norm) {
+      const std::int64_t *b = segs.d_begin.get(), *e = segs.d_end.get();
+      return norm ? fr::reduce_segments_async(temp, bytes, dx.get(), out, segs.count, b, e, fr::NormL1{}, 0, opt)
+                  : fr::reduce_segments_async<T, fr::Sum>(temp, bytes, dm.get(), out, segs.count, b, e,
                                                           fr::Sum{}, 0, opt);
     });
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t length = std::size_t(std::max<std::int64_t>(end[k] - begin[k], 0));
+    for (std::size_t k = 0; k < segs.count; ++k) {
+      const std::size_t length = std::size_t(std::max<std::int64_t>(segs.end[k] - segs.begin[k], 0));
       A expected = sum[k];
-      if (exact) expected = static_cast<A>(fr::reference::exact_rounded<A>(m.data() + begin[k], length));
+      if (exact) expected = static_cast<A>(fr::reference::exact_rounded<A>(m.data() + segs.begin[k], length));
       EXPECT_TRUE(same_result(l1[k], sum[k]) && same_result(l1[k], expected))
           << what << ", " << mode_name(mode) << ": segment " << k << " of length " << length << std::hexfloat << ": L1 "
           << double(l1[k]) << ", Sum of |x| " << double(sum[k]) << ", expected " << double(expected);
@@ -212,6 +226,242 @@ TEST(ExactOps, DoubleNormL1IsTheExactSumOfMagnitudes) { check_l1_every_data_set<
 TEST(ExactOps, HalfNormL1IsTheExactSumOfMagnitudes) { check_l1_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16NormL1IsTheExactSumOfMagnitudes) { check_l1_every_data_set<__nv_bfloat16>(); }
 
+namespace {
+
+template <class T>
+using MeanR = eng::MomentsReduction<T, eng::MeanOf<fr::stat_t<T>>>;
+
+// One mean (1-D, an axis, segments) through the two-phase contract, outputs poisoned.
+template <class T, class Run>
+std::vector<Acc<T>> run_mean(std::size_t outputs, Run&& run) {
+  DeviceBuffer<Acc<T>> out(std::max<std::size_t>(outputs, 1));
+  out.poison();
+  std::size_t bytes = 0;
+  EXPECT_EQ(run(nullptr, bytes, out.get()), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  EXPECT_EQ(run(temp.get(), bytes, out.get()), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return copy_back<T>(out, outputs);
+}
+
+// The reproducible 1-D mean of `e` (copied to the device).
+template <class T>
+Acc<T> mean_1d(const std::vector<T>& e, fr::Mode mode) {
+  DeviceBuffer<T> d(std::max<std::size_t>(e.size(), 1));
+  if (!e.empty()) EXPECT_EQ(cudaMemcpy(d.get(), e.data(), e.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  const fr::Options opt{.mode = mode};
+  return run_mean<T>(1, [&](void* temp, std::size_t& bytes, Acc<T>* out) {
+    return fr::reduce_async(temp, bytes, d.get(), out, e.size(), fr::Mean{}, 0, opt);
+  })[0];
+}
+
+// Data set `kind` (kExactDataSets), or kind -1: integer values, whose reproducible sums are exact
+// (so Mode::Reproducible's mean is the exact one there too).
+template <class T>
+std::vector<T> mean_data(int kind, std::size_t n, std::uint64_t seed) {
+  if (kind >= 0) return exact_data<T>(kind, n, seed);
+  std::mt19937_64 rng(seed);
+  const long range = sizeof(T) == 2 ? 1000 : 1000000;
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(static_cast<float>(static_cast<long>(rng() % (2 * range + 1)) - range));
+  return v;
+}
+
+template <class T>
+void check_mean(int kind) {
+  using A = Acc<T>;
+  const bool q = quick();
+  const std::size_t n = q ? 1100000 : 1500000;
+  const std::vector<T> x = mean_data<T>(kind, n, test_seed() + 31 + std::uint64_t(kind + 1));
+  DeviceBuffer<T> dx(n);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = std::string(kind >= 0 ? kExactDataSets[kind] : "integers") + ", " +
+                           (sizeof(T) == 2 ? "16-bit" : sizeof(T) == 4 ? "float" : "double");
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    const bool reference = mode == fr::Mode::Exact || kind < 0;  // held to the exact quotient
+    // 1-D: sizes around the tile and the grid, aligned and an element off, two grids (the same bits).
+    for (std::size_t size : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(33), std::size_t(4097),
+                             std::size_t(1) << 20 | 3}) {
+      for (std::size_t offset : {0u, 1u}) {
+        A first{};
+        for (unsigned max_blocks : {0u, 3u}) {
+          const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+          const A got = run_mean<T>(1, [&](void* temp, std::size_t& bytes, A* out) {
+            return fr::reduce_async(temp, bytes, dx.get() + offset, out, size, fr::Mean{}, 0, opt);
+          })[0];
+          if (max_blocks == 0) first = got;
+          EXPECT_TRUE(same_result(got, first)) << what << ", " << mode_name(mode) << ", n " << size << " + " << offset
+                                               << std::hexfloat << ": " << double(got) << " with 3 blocks, "
+                                               << double(first) << " with any";
+          if (reference) {
+            const A expected = static_cast<A>(fr::reference::exact_mean_rounded<A>(x.data() + offset, size));
+            EXPECT_TRUE(same_result(got, expected)) << what << ", " << mode_name(mode) << ", n " << size << " + " << offset
+                                                    << std::hexfloat << ": mean " << double(got) << ", exact "
+                                                    << double(expected);
+          }
+        }
+      }
+    }
+    constexpr std::size_t kMax = eng::kExactCheckMaxLength<A>;
+    struct Shape {
+      fr::Axis axis;
+      std::size_t origin;
+    };
+    const std::vector<Shape> shapes = {
+        {{100, 1, 1}, 0},      {{2053, 2, 1}, 0},      {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},        {{300, 256, 1}, 0},
+        {{37, kMax, 1}, 0},    {{5, kMax + 1, 1}, 0},  {{2, 70001, 1}, 1},        {{3, 5, 100}, 0},
+        {{3, 4099, 32}, 0},    {{2, 1000, 33}, 0},     {{1, n / 3, 3}, 0},
+        {{1, 300, 200, fr::Axis::kContiguous, 1, 300}, 0},
+        {{1, 300, 200, fr::Axis::kContiguous, -200, -1}, 299 * 200 + 199},
+        {{1, 4099, 200, fr::Axis::kContiguous, 1, 4099}, 0},
+    };
+    for (const Shape& s : shapes) {
+      const fr::Axis& axis = s.axis;
+      const std::size_t outputs = axis.outer * axis.inner;
+      const fr::Options opt{.mode = mode};
+      const std::vector<A> got = run_mean<T>(outputs, [&](void* temp, std::size_t& bytes, A* out) {
+        return fr::reduce_axis_async(temp, bytes, dx.get() + s.origin, out, axis, fr::Mean{}, 0, opt);
+      });
+      if (mode == fr::Mode::Exact && axis.length > 1 && axis.length <= kMax) {
+        eng::AxisPlan plan{};
+        ASSERT_EQ(eng::describe_axis_reduction<MeanR<T>>({dx.get() + s.origin}, axis, opt, plan), cudaSuccess);
+        EXPECT_NE(plan.path, eng::AxisPath::ReproRows) << what << ": " << axis.outer << " x " << axis.length;
+        EXPECT_NE(plan.path, eng::AxisPath::ReproColumns) << what << ": " << axis.outer << " x " << axis.length;
+      }
+      int failures = 0, compared = 0;
+      for (std::size_t o = 0; o < axis.outer; ++o) {
+        for (std::size_t i = 0; i < axis.inner; ++i) {
+          const std::size_t k = o * axis.inner + i;
+          const std::vector<T> e = axis_elements(x, s.origin, axis, o, i);
+          A expected{};
+          if (reference) {
+            expected = static_cast<A>(fr::reference::exact_mean_rounded<A>(e.data(), e.size()));
+          } else if (k % 97 == 0 && compared++ < 4) {
+            expected = mean_1d(e, mode);  // the output's elements alone, as a 1-D mean
+          } else {
+            continue;
+          }
+          if (!same_result(got[k], expected) && ++failures <= 3) {
+            ADD_FAILURE() << what << ", " << mode_name(mode) << ": output (" << o << ", " << i << ") of " << axis.outer
+                          << " x " << axis.length << " x " << axis.inner << std::hexfloat << ": mean " << double(got[k])
+                          << ", expected " << double(expected);
+          }
+        }
+      }
+    }
+    // Segments: empty (NaN), reversed, short and long.
+    Segments segs(n, test_seed() + 19);
+    const fr::Options opt{.mode = mode};
+    const std::vector<A> got = run_mean<T>(segs.count, [&](void* temp, std::size_t& bytes, A* out) {
+      return fr::reduce_segments_async(temp, bytes, dx.get(), out, segs.count, segs.d_begin.get(), segs.d_end.get(),
+                                       fr::Mean{}, 0, opt);
+    });
+    for (std::size_t k = 0; k < segs.count; ++k) {
+      const std::size_t length = std::size_t(std::max<std::int64_t>(segs.end[k] - segs.begin[k], 0));
+      A expected{};
+      if (reference) {
+        expected = static_cast<A>(fr::reference::exact_mean_rounded<A>(x.data() + segs.begin[k], length));
+      } else if (k % 29 == 0) {
+        expected = mean_1d(std::vector<T>(x.begin() + segs.begin[k], x.begin() + segs.begin[k] + std::int64_t(length)), mode);
+      } else {
+        continue;
+      }
+      EXPECT_TRUE(same_result(got[k], expected)) << what << ", " << mode_name(mode) << ": segment " << k << " of length "
+                                                 << length << std::hexfloat << ": mean " << double(got[k])
+                                                 << ", expected " << double(expected);
+    }
+  }
+}
+
+// Rows (and their columns, and 1-D) whose exact mean is a midpoint of the result type, or a tiny
+// step from one: the exact sum n M (+ d) split into elements that add exactly. Ties go to even; the
+// steps decide the rounding. Lengths 3 and 5 take the exact check (doubles: the near-midpoint test
+// and the fix-up), 5000 the exact lanes.
+template <class T>
+void check_mean_ties() {
+  using A = Acc<T>;
+  constexpr int p = std::is_same_v<A, double> ? 53 : 24;
+  std::mt19937_64 rng(test_seed() + 23);
+  for (std::size_t length : {std::size_t(3), std::size_t(5), std::size_t(5000)}) {
+    const std::size_t rows = 64;
+    std::vector<T> x(rows * length, T(0.0f));
+    for (std::size_t r = 0; r < rows; ++r) {
+      // M = (2k + 1) 2^(e - p): halfway between two neighbours of A with exponent e.
+      const int e = static_cast<int>(rng() % 40) - 20;
+      const std::uint64_t k = (std::uint64_t(1) << (p - 1)) | (rng() >> (64 - (p - 1)));
+      const unsigned __int128 total = static_cast<unsigned __int128>(2 * k + 1) * length;  // n M in units of 2^(e - p)
+      // Steps of the total (in units of 2^(e - p - 40)): none, or a small one either way.
+      const int step = static_cast<int>(r % 5) - 2;
+      std::vector<double> parts;
+      const double unit = std::ldexp(1.0, e - p);
+      // total in pieces of T's precision (exact: each piece is the top bits of what is left).
+      unsigned __int128 left = total;
+      while (left != 0) {
+        const int bits = 128 - (left >> 64 != 0 ? std::countl_zero(static_cast<std::uint64_t>(left >> 64))
+                                                : 64 + std::countl_zero(static_cast<std::uint64_t>(left)));
+        const int drop = std::max(0, bits - p);
+        const unsigned __int128 piece = (left >> drop) << drop;
+        parts.push_back(std::ldexp(static_cast<double>(static_cast<std::uint64_t>(piece >> drop)), drop) * unit);
+        left -= piece;
+      }
+      if (step != 0) parts.push_back(step * std::ldexp(unit, step % 2 == 0 ? -40 : -3));
+      if (parts.size() > length) parts.resize(length);  // never: at most three pieces and a step
+      const bool negative = rng() % 2 != 0;
+      for (std::size_t j = 0; j < parts.size(); ++j) x[r * length + j] = static_cast<T>(negative ? -parts[j] : parts[j]);
+      std::shuffle(x.begin() + std::int64_t(r * length), x.begin() + std::int64_t((r + 1) * length), rng);
+    }
+    // The columns' layout: element j of row r at j * rows + r.
+    std::vector<T> xt(x.size());
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < length; ++j) xt[j * rows + r] = x[r * length + j];
+    }
+    DeviceBuffer<T> dx(x.size()), dt(x.size());
+    CUDA_OK(cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dt.get(), xt.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    const fr::Options opt{.mode = fr::Mode::Exact};
+    const std::vector<A> by_rows = run_mean<T>(rows, [&](void* temp, std::size_t& bytes, A* out) {
+      return fr::reduce_axis_async(temp, bytes, dx.get(), out, fr::Axis{rows, length, 1}, fr::Mean{}, 0, opt);
+    });
+    const std::vector<A> by_columns = run_mean<T>(rows, [&](void* temp, std::size_t& bytes, A* out) {
+      return fr::reduce_axis_async(temp, bytes, dt.get(), out, fr::Axis{1, length, rows}, fr::Mean{}, 0, opt);
+    });
+    int ties = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const A expected = static_cast<A>(fr::reference::exact_mean_rounded<A>(x.data() + r * length, length));
+      const A one = r % 8 == 0 ? mean_1d(std::vector<T>(x.begin() + std::int64_t(r * length),
+                                                        x.begin() + std::int64_t((r + 1) * length)), fr::Mode::Exact)
+                               : expected;
+      if (r % 5 == 2) {  // a tie (no step): the reference rounds it to the even neighbour
+        ++ties;
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &expected, sizeof(A));
+        EXPECT_EQ(bits & 1, 0u) << "row " << r << " of length " << length << " is not a tie: " << std::hexfloat
+                                << double(expected);
+      }
+      EXPECT_TRUE(same_result(by_rows[r], expected) && same_result(by_columns[r], expected) && same_result(one, expected))
+          << "row " << r << " of length " << length << std::hexfloat << ": rows " << double(by_rows[r]) << ", columns "
+          << double(by_columns[r]) << ", 1-D " << double(one) << ", exact " << double(expected);
+    }
+    EXPECT_GT(ties, 10);
+  }
+}
+
+template <class T>
+void check_mean_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  // integers, uniform, normal, wide range, cancellation, subnormal, near the limit, sums that
+  // overflow (the mean does not), every exponent, NaN and infinities
+  for (int kind : {-1, 0, 1, 2, 3, 4, 5, 6, 7, 8}) check_mean<T>(kind);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) check_mean_ties<T>();
+}
+
+}  // namespace
+
+TEST(ExactOps, FloatMeanIsTheExactQuotient) { check_mean_every_data_set<float>(); }
+TEST(ExactOps, DoubleMeanIsTheExactQuotient) { check_mean_every_data_set<double>(); }
+TEST(ExactOps, HalfMeanIsTheExactQuotient) { check_mean_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16MeanIsTheExactQuotient) { check_mean_every_data_set<__nv_bfloat16>(); }
+
 // The family's other sum-like ops keep refusing the modes, with the message naming what has them.
 TEST(ExactOps, OpsWithoutAnExactFormAreRefused) {
   FASTREDUCE_REQUIRE_GPU();
@@ -221,10 +471,12 @@ TEST(ExactOps, OpsWithoutAnExactFormAreRefused) {
     const fr::Options opt{.mode = mode};
     std::size_t bytes = 0;
     EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::NormL2{}, 0, opt), cudaErrorNotSupported);
-    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Mean{}, 0, opt), cudaErrorNotSupported);
-    // Integers' L1 norm (a double of int64 magnitudes) has no such form either.
+    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Var{}, 0, opt), cudaErrorNotSupported);
+    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Std{}, 0, opt), cudaErrorNotSupported);
+    // Integers' L1 norm and mean (doubles of int64 values) have no such form either.
     DeviceBuffer<std::int32_t> ints(10);
     DeviceBuffer<double> dout(1);
     EXPECT_EQ(fr::reduce_async(nullptr, bytes, ints.get(), dout.get(), 10, fr::NormL1{}, 0, opt), cudaErrorNotSupported);
+    EXPECT_EQ(fr::reduce_async(nullptr, bytes, ints.get(), dout.get(), 10, fr::Mean{}, 0, opt), cudaErrorNotSupported);
   }
 }

@@ -198,7 +198,7 @@ def test_family_type_and_mode_rules():
     assert C._family_check("norm", "norminf", C._F16, "reproducible", False) == 1
     assert C._family_check("argmax", "argmax", C._F32, "exact", False) == 2
     with pytest.raises(RuntimeError, match="reproducible"):
-        C._family_check("mean", "mean", C._F32, "reproducible", False)
+        C._family_check("std", "std", C._F32, "reproducible", False)
     with pytest.raises(RuntimeError, match="reproducible"):
         C._family_check("dot", "dot", C._F64, "reproducible", False)
     with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
@@ -215,6 +215,12 @@ def test_family_type_and_mode_rules():
     assert C._family_check("norm", "norm1", C._F64, "reproducible", False) == 1
     assert C._family_check("norm", "norm1", C._BF16, "exact", True, C._BF16, C._F32) == 2
     assert C._family_check("norm", "norm1", C._F16, "reproducible", False, C._F16, C._F16) == 1
+    # The mean too: the exact sum divided by the count, rounded once by the same rule.
+    assert C._family_check("mean", "mean", C._F32, "reproducible", False) == 1
+    assert C._family_check("mean", "mean", C._F64, "exact", False) == 2
+    assert C._family_check("mean", "mean", C._F16, "exact", True, C._F16, C._F32) == 2
+    with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):
+        C._family_check("mean", "mean", C._BF16, "exact", False)
     for given, result in ((C._F16, C._F16), (C._BF16, C._BF16), (C._F64, C._F32), (C._F32, C._F16)):
         with pytest.raises(RuntimeError, match="rounded twice"):
             C._family_check("norm", "norm1", given, "exact", False, given, result)

@@ -443,6 +443,48 @@ def test_norm1_has_the_sums_modes(dtype):
         fr.norm(_seeded((100,), dtype), 2, mode="exact")
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mean_has_the_sums_modes(dtype):
+    """mean in the reproducible and exact modes: exact is the exact sum divided by the count,
+    rounded once (here against fractions.Fraction's quotient of the doubles), reproducible has the
+    same bits for a row as for its elements alone; float16/bfloat16 take dtype=float32 in exact."""
+    import fractions
+    wide = {} if dtype in (torch.float32, torch.float64) else {"dtype": torch.float32}
+    for shape, dim in (((100003,), None), ((257, 1000), 1), ((1000, 257), 0), ((64, 33, 5), (0, 2)), ((40, 5000), 1)):
+        x = (_seeded(shape, dtype) - 0.5) * 3
+        for mode in ("reproducible", "exact"):
+            r = fr.mean(x, dim=dim, mode=mode, **wide)
+            want_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+            assert r.dtype == want_dtype, (shape, dim, mode)
+            close(r, x.double().mean(dim=dim), r.dtype)
+            if mode == "reproducible" and dim == 1 and len(shape) == 2:
+                row = x[7].clone()  # the row alone, elsewhere in memory
+                assert torch.equal(fr.mean(row, mode=mode, **wide), r[7])
+        if len(shape) == 1:
+            exact = fractions.Fraction(0)
+            for v in x.double().tolist():
+                exact += fractions.Fraction(v)
+            exact /= x.numel()
+            r = fr.mean(x, mode="exact", **wide)
+            want = torch.tensor(float(exact), dtype=torch.float64)  # Fraction -> float rounds once, to nearest even
+            if r.dtype == torch.float32:
+                # float(Fraction) is a double: round the Fraction itself into float32 through its neighbours
+                lo = want.float()
+                cand = [lo.item(), torch.nextafter(lo, torch.tensor(math.inf)).item(),
+                        torch.nextafter(lo, torch.tensor(-math.inf)).item()]
+                best = min(cand, key=lambda c: (abs(fractions.Fraction(c) - exact),
+                                                int(torch.tensor(c, dtype=torch.float32).view(torch.int32)) & 1))
+                assert r.item() == best, (r.item(), best)
+            else:
+                assert r.item() == float(exact)
+    if wide:
+        with pytest.raises(RuntimeError, match="rounded twice"):
+            fr.mean(_seeded((100,), dtype), mode="exact")
+        assert fr.mean(_seeded((100,), dtype), mode="reproducible").dtype == dtype
+    with pytest.raises(RuntimeError, match="no form of this op"):
+        fr.var(_seeded((100,), dtype), mode="exact")
+
+
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8, torch.int8, torch.int16])
 def test_argmax_argmin_min_max_against_torch(dtype):
     rng = random.Random(random.randrange(1 << 30))
@@ -567,7 +609,7 @@ def test_family_errors_and_dtypes():
     with pytest.raises(ValueError):
         fr.mean(x, mode="compensated")
     for mode in ("reproducible", "exact"):
-        for f in (lambda: fr.mean(x, mode=mode), lambda: fr.var(x, mode=mode),
+        for f in (lambda: fr.std(x, mode=mode), lambda: fr.var(x, mode=mode),
                   lambda: fr.norm(x, 2, mode=mode), lambda: fr.dot(x[0], x[1], mode=mode)):
             with pytest.raises(RuntimeError, match=mode):
                 f()

@@ -69,14 +69,14 @@ struct AxisKernels {
   static constexpr auto combine_columns = combine_column_pieces_kernel<R>;
 };
 
-// Exact: with Mode::Exact's lanes. Abs: the sums of the elements' magnitudes.
-template <class T, bool Exact = false, bool Abs = false>
+// Exact: with Mode::Exact's lanes. Op: the sums, the sums of the elements' magnitudes or the means.
+template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
 struct ReproAxisKernels {
   using A = acc_t<T, Sum>;
-  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>, Exact, Abs>;
-  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>, Exact, Abs>;
-  static constexpr auto columns = repro_columns_kernel<T, Exact, Abs>;
-  static constexpr auto finish = repro_pieces_finish_kernel<A>;
+  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>, Exact, Op>;
+  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>, Exact, Op>;
+  static constexpr auto columns = repro_columns_kernel<T, Exact, Op>;
+  static constexpr auto finish = repro_pieces_finish_kernel<A, primitives::kDividesBy<Op>>;
 };
 
 // The ordered kernels of a reduction whose op is not commutative, by group size.
@@ -193,7 +193,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         if constexpr (is_exact_sum_v<R>) {
           repro_words = primitives::kExactRowWords<acc_t<T, Sum>>;
           with_exact_lanes(out.exact, [&]<bool Exact>() {
-            using RK = ReproAxisKernels<T, Exact, kMagnitudeSum<R>>;
+            using RK = ReproAxisKernels<T, Exact, kExactOpOf<R>>;
             status = path == AxisPath::ReproColumns ? kernel_facts<RK::columns, kReproThreads>(device, main)
                                                     : kernel_facts<RK::rows_block, kReproThreads>(device, main);
             if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
@@ -215,12 +215,12 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
 
 // The reproducible sum of every output into `pieces` (a row of exact limbs per output and piece,
 // summed and rounded by repro_pieces_finish_kernel), or, without pieces, each output rounded in
-// place (`out`). Abs: the sums of the elements' magnitudes.
-template <class T, bool Exact = false, bool Abs = false>
+// place (`out`). Op: the sums, the sums of the elements' magnitudes or the means.
+template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
 cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d_in, unsigned long long* pieces,
                               acc_t<T, Sum>* out, primitives::ResultType result, cudaStream_t stream) {
   using A = acc_t<T, Sum>;
-  using RK = ReproAxisKernels<T, Exact, Abs>;
+  using RK = ReproAxisKernels<T, Exact, Op>;
   if (P.path == AxisPath::ReproRows) {
     const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
     const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out, result};
@@ -253,14 +253,14 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
       using A = acc_t<T, Sum>;
       auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
       cudaError_t status = with_exact_lanes(launch_plan.exact, [&]<bool Exact>() {
-        return launch_repro_axis<T, Exact, kMagnitudeSum<R>>(L, Q, in.x, pieces, reinterpret_cast<A*>(d_out),
-                                                             kSumResultType<R>, stream);
+        return launch_repro_axis<T, Exact, kExactOpOf<R>>(L, Q, in.x, pieces, reinterpret_cast<A*>(d_out),
+                                                          kSumResultType<R>, stream);
       });
       if (status == cudaSuccess && Q.combine) {
         const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
-        status = launch(ReproAxisKernels<T>::finish, grid, kReproThreads, 0, stream, launch_plan.dependent,
-                        static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
-                        reinterpret_cast<A*>(d_out), kSumResultType<R>);
+        status = launch(ReproAxisKernels<T, false, kExactOpOf<R>>::finish, grid, kReproThreads, 0, stream,
+                        launch_plan.dependent, static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
+                        reinterpret_cast<A*>(d_out), kSumResultType<R>, std::uint64_t(L.length));
       }
       return status;
     }
@@ -346,7 +346,7 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
     if (layout.length == 0 || layout.length > kExactCheckMaxLength<acc_t<typename R::Input, Sum>>) return false;
     Options fast = opt;
     fast.mode = Mode::Fast;
-    using C = ExactCheck<typename R::Input, typename R::Out, kMagnitudeSum<R>>;
+    using C = ExactCheck<typename R::Input, typename R::Out, kExactOpOf<R>>;
     if (plan_axis_launch<C>(axis, inputs_t<C>{in.x}, fast, device, out, nullptr) != cudaSuccess) return false;
     const AxisPath path = out.plan.path;
     return path != AxisPath::Flat && path != AxisPath::Nothing && path != AxisPath::Identity;
@@ -379,8 +379,8 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
                                     typename R::Out* d_out, cudaStream_t stream, const Options& opt, int device,
                                     const char** message) {
   using T = typename R::Input;
-  constexpr bool kAbs = kMagnitudeSum<R>;
-  using C = ExactCheck<T, typename R::Out, kAbs>;
+  constexpr primitives::ExactOp kOp = kExactOpOf<R>;
+  using C = ExactCheck<T, typename R::Out, kOp>;
   const std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
   if (d_temp == nullptr) {
     temp_bytes = needed;
@@ -390,14 +390,14 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   if (message != nullptr) *message = error.message;
   if (error.code != cudaSuccess) return error.code;
   KernelFacts fixup{};
-  if (cudaError_t e = kernel_facts<exact_fixup_kernel<T, kAbs>, kFixupThreads>(device, fixup); e != cudaSuccess) {
+  if (cudaError_t e = kernel_facts<exact_fixup_kernel<T, kOp>, kFixupThreads>(device, fixup); e != cudaSuccess) {
     return planning_error(message, e, "no kernel image for this GPU (axis)");
   }
   auto* failed = static_cast<unsigned*>(d_temp);
   cudaError_t status = cudaMemsetAsync(failed, 0, sizeof(unsigned), stream);
   if (status == cudaSuccess) {
     status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, inputs_t<C>{in.x}, d_out,
-                            C{failed}, stream);
+                            C::with(failed, plan.layout.length), stream);
   }
   if (status == cudaSuccess) {
     const AxisLayout& L = plan.layout;
@@ -407,7 +407,7 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
     const unsigned grid = static_cast<unsigned>(
         std::clamp<std::size_t>((L.outputs() + kOutputsPerBlock - 1) / kOutputsPerBlock, 1, resident));
     const bool dependent = compute_major(device) >= 9 && fixup.ptx_version >= 90;
-    status = launch(exact_fixup_kernel<T, kAbs>, grid, kFixupThreads, 0, stream, dependent, in.x,
+    status = launch(exact_fixup_kernel<T, kOp>, grid, kFixupThreads, 0, stream, dependent, in.x,
                     reinterpret_cast<acc_t<T, Sum>*>(d_out),
                     ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride,
                                    kSumResultType<R>});
@@ -543,7 +543,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   if (repro_sum) {
     if constexpr (is_exact_sum_v<R>) {
       const cudaError_t e = with_exact_lanes(exact, [&]<bool Exact>() {
-        return kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kMagnitudeSum<R>>,
+        return kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kExactOpOf<R>>,
                             kReproThreads>(device, main);
       });
       if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
@@ -602,7 +602,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       const ReproRowsArgs<SegmentViews<T, Offset>, A> args{
           {in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, reinterpret_cast<A*>(d_out), kSumResultType<R>};
       return with_exact_lanes(exact, [&]<bool Exact>() {
-        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kMagnitudeSum<R>>, grid,
+        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kExactOpOf<R>>, grid,
                       kReproThreads, 0, stream, false, args);
       });
     }

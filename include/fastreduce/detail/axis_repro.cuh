@@ -61,10 +61,12 @@ struct ReproRowsArgs {
 };
 
 // WarpsPerRow warps sum a row (or a piece of it) with the 1-D code: their tiles round the warps.
-// Exact: Mode::Exact's lanes. Abs: the sum of the elements' magnitudes (the L1 norm).
-template <unsigned WarpsPerRow, class T, class Rows, bool Exact = false, bool Abs = false>
+// Exact: Mode::Exact's lanes. Op: the sum, the sum of the elements' magnitudes (the L1 norm) or
+// the sum divided by the row's length (the mean).
+template <unsigned WarpsPerRow, class T, class Rows, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
 __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs<Rows, acc_t<T, Sum>> args) {
   using A = acc_t<T, Sum>;
+  constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
   constexpr unsigned kGroups = kWarps / WarpsPerRow;
@@ -89,10 +91,11 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
     const std::size_t item = base + warp / WarpsPerRow;
     const bool valid = item < args.items;
     ExactSum<A> exact;
-    std::size_t r = 0;
+    std::size_t r = 0, length = 0;
     if (valid) {
       r = item / args.chunks;
       const RowView<T> row = args.rows(r);
+      length = row.n;
       const std::size_t tiles = row.n / kReproTile + (row.n % kReproTile != 0);
       const std::size_t t0 = (item % args.chunks) * args.tiles_per_chunk;
       const std::size_t t1 = t0 + args.tiles_per_chunk < tiles ? t0 + args.tiles_per_chunk : tiles;
@@ -122,7 +125,8 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
       for (unsigned g = 1; g < WarpsPerRow; ++g) special |= specials[warp + g];
       __syncwarp();
       if (args.pieces == nullptr) {
-        primitives::store_limb_row<T>(args.out, r, args.result, slots[warp], special, lane);
+        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, r, args.result, slots[warp], special, lane,
+                                                                 length);
       } else {
         unsigned long long* piece = args.pieces + item * primitives::kExactRowWords<A>;
 #pragma unroll
@@ -134,11 +138,13 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
   }
 }
 
-// One warp per output: the exact sum of its pieces' rows, rounded once.
-template <class A>
+// One warp per output: the exact sum of its pieces' rows, rounded once (Divide: divided by
+// `divisor`, the mean).
+template <class A, bool Divide = false>
 __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(const unsigned long long* pieces,
                                                                             std::size_t outputs, unsigned chunks,
-                                                                            A* out, primitives::ResultType result) {
+                                                                            A* out, primitives::ResultType result,
+                                                                            std::uint64_t divisor) {
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
   constexpr unsigned W = ExactSum<A>::kLimbs;
@@ -161,7 +167,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(cons
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = acc[k];
     __syncwarp();
-    primitives::store_limb_row<primitives::AnyNarrow>(out, q, result, slots[warp], special, lane);
+    primitives::store_limb_row<primitives::AnyNarrow, Divide>(out, q, result, slots[warp], special, lane, divisor);
     __syncwarp();
   }
 }
@@ -189,10 +195,12 @@ __device__ __forceinline__ T column_element(const T* base, std::int64_t stride, 
 
 // Exact: Mode::Exact's lanes. Their spills go into the output's limbs with the same atomics; a
 // double tile's lane pairs then meet in any order (the exact sum has no order), flushed into the
-// limbs where an addition would round. Abs: the sum of the elements' magnitudes (the L1 norm).
-template <class T, bool Exact = false, bool Abs = false>
+// limbs where an addition would round. Op: the sum, the sum of the elements' magnitudes (the L1
+// norm) or the sum divided by the column's length (the mean).
+template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
 __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColumnsArgs<T, acc_t<T, Sum>> args) {
   using A = acc_t<T, Sum>;
+  constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
   constexpr unsigned W = ExactSum<A>::kLimbs;
@@ -393,7 +401,8 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
       const std::size_t qv = cb * width + v;
       if (qv >= args.outputs) break;
       if (args.pieces == nullptr) {
-        primitives::store_limb_row<T>(args.out, qv, args.result, limbs[v], specials[v], lane);
+        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, qv, args.result, limbs[v], specials[v], lane,
+                                                                 args.length);
       } else {
         // The piece's limbs, carried into 32-bit magnitudes with their sign applied, so that any
         // number of pieces add up without overflow.

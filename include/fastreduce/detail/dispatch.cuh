@@ -64,10 +64,16 @@ inline constexpr bool is_reproducible_sum_v = false;
 template <class T, class O>
 inline constexpr bool is_reproducible_sum_v<Builtin<T, Sum, acc_t<T, Sum>, O>> = std::is_floating_point_v<acc_t<T, Sum>>;
 
-// Every reduction those kernels serve: the floating-point sums, and the sums of magnitudes
-// (kMagnitudeSum, which load |x|).
+// Every reduction those kernels serve: the floating-point sums, the sums of magnitudes
+// (kMagnitudeSum, which load |x|) and the means (kMeanSum, which divide the total by the count).
 template <class R>
-inline constexpr bool is_exact_sum_v = is_reproducible_sum_v<R> || kMagnitudeSum<R>;
+inline constexpr bool is_exact_sum_v = is_reproducible_sum_v<R> || kMagnitudeSum<R> || kMeanSum<R>;
+
+// What those kernels make of R's exact sum.
+template <class R>
+inline constexpr primitives::ExactOp kExactOpOf = kMagnitudeSum<R> ? primitives::ExactOp::Magnitudes
+                                                  : kMeanSum<R>    ? primitives::ExactOp::Mean
+                                                                   : primitives::ExactOp::Sum;
 
 // The type those kernels write R's results in: the float-valued sum's accumulator, or the input's
 // own narrow type.
@@ -177,11 +183,11 @@ cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** 
     return planning_error(message, cudaErrorNotSupported,
                           opt.mode == Mode::Exact
                               ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                "(exact forms: Sum and the L1 norm of floating-point types, and ops whose result is "
-                                "exact)"
+                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, and ops whose "
+                                "result is exact)"
                               : "Mode::Reproducible: this op's result depends on the order of its floating-point "
-                                "operations (reproducible forms: Sum and the L1 norm of floating-point types, and ops "
-                                "whose result is exact)");
+                                "operations (reproducible forms: Sum, the mean and the L1 norm of floating-point "
+                                "types, and ops whose result is exact)");
   }
   return cudaSuccess;
 }
@@ -214,9 +220,10 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       }
       KernelFacts main{}, finish{};
       const cudaError_t facts = with_exact_lanes(
-          out.exact, [&]<bool Exact>() { return kernel_facts<repro_sum_kernel<T, Exact, kMagnitudeSum<R>>, kReproThreads>(device, main); });
+          out.exact, [&]<bool Exact>() { return kernel_facts<repro_sum_kernel<T, Exact, kExactOpOf<R>>, kReproThreads>(device, main); });
       if (facts != cudaSuccess) return fail(facts, "no kernel image for this GPU (reproducible sum)");
-      if (cudaError_t e = kernel_facts<repro_finish_kernel<A>, kReproThreads>(device, finish); e != cudaSuccess) {
+      constexpr bool kDivide = primitives::kDividesBy<kExactOpOf<R>>;
+      if (cudaError_t e = kernel_facts<repro_finish_kernel<A, kDivide>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible combine)");
       }
       out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
@@ -308,12 +315,12 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
       ReproArgs<T, A> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows,
                            reinterpret_cast<A*>(d_out), kSumResultType<R>};
       cudaError_t status = with_exact_lanes(plan.exact, [&]<bool Exact>() {
-        return launch(repro_sum_kernel<T, Exact, kMagnitudeSum<R>>, r.grid, kReproThreads, 0, stream, false, args);
+        return launch(repro_sum_kernel<T, Exact, kExactOpOf<R>>, r.grid, kReproThreads, 0, stream, false, args);
       });
       if (status == cudaSuccess && r.combine_kernel) {
-        status = launch(repro_finish_kernel<A>, 1, kReproThreads, 0, stream, r.dependent_launch,
-                        static_cast<const unsigned long long*>(rows), r.grid, reinterpret_cast<A*>(d_out),
-                        kSumResultType<R>);
+        status = launch(repro_finish_kernel<A, primitives::kDividesBy<kExactOpOf<R>>>, 1, kReproThreads, 0, stream,
+                        r.dependent_launch, static_cast<const unsigned long long*>(rows), r.grid,
+                        reinterpret_cast<A*>(d_out), kSumResultType<R>, std::uint64_t(n));
       }
       return status;
     }

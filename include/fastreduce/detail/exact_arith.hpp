@@ -3,7 +3,9 @@
 //     lane sum in double until an addition would lose a bit;
 //   - round_scaled: a value m * 2^scale (m a 64-bit integer whose bit 0 also stands for any bits
 //     below it) rounded once, to nearest even, into float, double, half or bfloat16 bits,
-//     subnormals and overflow included; round_double, a double rounded once into those formats.
+//     subnormals and overflow included; round_double, a double rounded once into those formats;
+//   - divide_window: the quotient of an exact magnitude by a count, in round_scaled's form (the
+//     exact mean), and is_midpoint, the test that keeps a double quotient from being rounded twice.
 #pragma once
 
 #include <cstdint>
@@ -246,6 +248,97 @@ FASTREDUCE_HOST_DEVICE std::uint64_t round_double(double x) {
   const std::uint64_t fraction = bits & ((std::uint64_t(1) << 52) - 1);
   if (biased == 0) return round_scaled<F>(fraction, -1074, negative);  // zero or subnormal
   return round_scaled<F>(fraction | (std::uint64_t(1) << 52), biased - 1075, negative);
+}
+
+// The quotient of an exact magnitude by an integer, in round_scaled's form: m (its top bit at 63,
+// bit 0 sticky) times 2^scale, scale counted from bit 0 of window[4]. The magnitude is given by its
+// five highest 32-bit limbs, window[0] (non-zero) down to window[4] (zeros under the lowest limb),
+// and whether any limb under them is non-zero (`below`). Long division in D-bit digits, highest
+// first: the remainder stays under the divisor, so remainder * 2^D + digit fits 64 bits for
+// divisors under 2^(64 - D): D = 32 under 2^32, else D = 16 (divisors under 2^48). The first
+// non-zero digit of the quotient comes by the window's second digit (D = 32) or fifth (D = 16, the
+// divisor being under 2^48 = 2^(3 D)), and 64 more bits of it by the window's fourth or ninth, so
+// the window holds every digit the division needs. The rest of the quotient is zero exactly when
+// the remainder and every digit left (in the window and below it) are: that is the sticky bit.
+struct Scaled {
+  std::uint64_t m;
+  int scale;
+};
+template <int D>
+FASTREDUCE_HOST_DEVICE Scaled divide_window_in(const std::uint32_t (&window)[5], bool below, std::uint64_t divisor) {
+  constexpr int kDigits = 5 * 32 / D;
+  constexpr int kMore = 64 / D;  // digits after the quotient's first non-zero one
+  constexpr std::uint64_t kMask = (std::uint64_t(1) << D) - 1;
+  auto digit = [&](int i) -> std::uint64_t { return (window[D * i / 32] >> (32 - D - D * i % 32)) & kMask; };
+  std::uint64_t remainder = 0, high = 0, low = 0;
+  int taken = 0, t = 0;
+  // D = 32: each digit of the quotient (under 2^32) from a double estimate, within 2^-19 of the
+  // real quotient (three roundings of 2^-53 each), so its truncation is the digit or one off, and
+  // one step of the remainder corrects it: a few instructions, where a 64-bit division is a
+  // routine of dozens. Every digit of the window is visited (those past the last one needed only
+  // feed the sticky bit), so that the window's indices are constants and it stays in registers.
+  // On an H100 (float, 2^24 elements, Mode::Exact), the mean over 4096 columns against the L1
+  // norm's time: 1.07x with 64-bit divisions in a loop that stopped at the last digit needed (the
+  // window in local memory), 1.19x with the estimate in that loop, 1.20x with divisions in this
+  // one, 1.04x as here (rows of 4096: 1.06x, 1.04x, 1.04x, 1.02x).
+  const double inverse = 1.0 / static_cast<double>(divisor);
+  bool sticky = below;
+#pragma unroll
+  for (int i = 0; i < kDigits; ++i) {
+    if (taken > kMore) {
+      sticky = sticky || digit(i) != 0;
+      continue;
+    }
+    const std::uint64_t current = (remainder << D) | digit(i);
+    std::uint64_t q;
+    if constexpr (D == 32) {
+      q = static_cast<std::uint64_t>(static_cast<double>(current) * inverse);
+      const std::int64_t r = static_cast<std::int64_t>(current - q * divisor);  // within (-divisor, 2 divisor)
+      if (r < 0) --q;
+      else if (r >= static_cast<std::int64_t>(divisor)) ++q;
+    } else {
+      q = current / divisor;
+    }
+    remainder = current - q * divisor;
+    if (taken > 0) {
+      low = (low << D) | q;
+      ++taken;
+    } else if (q != 0) {
+      high = q;
+      taken = 1;
+    }
+    t = i + 1;
+  }
+  sticky = sticky || remainder != 0;
+  // high * 2^64 + low, its top 64 bits in m: high has D - lz bits, low gives the other 64 - D + lz.
+  const int lz = leading_zeros64(high) - (64 - D);
+  const int shift = D - lz;  // 1 .. D
+  sticky = sticky || (low & ((std::uint64_t(1) << shift) - 1)) != 0;
+  const std::uint64_t m = (high << (64 - D + lz)) | (low >> shift);
+  // The last digit taken, t - 1, counts units of 2^(160 - D t).
+  return {m | (sticky ? 1 : 0), 160 - D * t + shift};
+}
+// The same for any divisor from 1 to 2^48 - 1.
+FASTREDUCE_HOST_DEVICE Scaled divide_window(const std::uint32_t (&window)[5], bool below, std::uint64_t divisor) {
+  return divisor >> 32 == 0 ? divide_window_in<32>(window, below, divisor) : divide_window_in<16>(window, below, divisor);
+}
+
+// Whether the finite double x lies exactly halfway between two neighbours of format F (the largest
+// finite value and the overflow threshold included): its significand's bits under F's last bit are
+// 1 followed by zeros. Rounding a double quotient into F rounds it twice where x is such a point and
+// the exact quotient is not (Mode::Exact's mean of short axes).
+template <BinaryFormat F>
+FASTREDUCE_HOST_DEVICE bool is_midpoint(double x) {
+  const std::uint64_t bits = double_bits(x);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  if (biased == 0) return false;  // below F's smallest subnormal's half, for every F narrower than double
+  const int exponent = biased - 1023;
+  if (exponent > F.bias) return false;
+  const int last_bit = (exponent < F.min_exponent ? F.min_exponent : exponent) - (F.precision - 1);
+  const int drop = last_bit - (exponent - 52);  // the significand's bits under F's last bit
+  if (drop <= 0 || drop > 53) return false;
+  const std::uint64_t significand = (bits & ((std::uint64_t(1) << 52) - 1)) | (std::uint64_t(1) << 52);
+  return (significand & ((std::uint64_t(1) << drop) - 1)) == std::uint64_t(1) << (drop - 1);
 }
 
 FASTREDUCE_HOST_DEVICE double double_from_bits(std::uint64_t bits) {

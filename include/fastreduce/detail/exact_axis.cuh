@@ -44,11 +44,21 @@ inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? 
 // O: the result type, the accumulator's or (half and bfloat16 inputs) T itself. The state is one
 // double for float-valued inputs (add_exact_or_nan) and a CheckedPair for doubles; NaN (in the
 // error, for doubles) marks a failed check, so there is no flag beside them: the warp's shuffles
-// move two words (four for doubles), and a lane's state fits fewer registers. Abs: the sum of the
-// elements' magnitudes (the L1 norm).
-template <class T, class O = acc_t<T, Sum>, bool Abs = false>
-struct ExactCheck {
+// move two words (four for doubles), and a lane's state fits fewer registers. Op: the sum, the sum
+// of the elements' magnitudes (the L1 norm) or the sum divided by the axis' length (the mean).
+// The mean's divisor, the axis' length: an empty base for the sums (their kernels' arguments stay
+// one pointer).
+template <bool Divide>
+struct CheckDivisor {};
+template <>
+struct CheckDivisor<true> {
+  double length = 0;
+};
+
+template <class T, class O = acc_t<T, Sum>, primitives::ExactOp Op = primitives::ExactOp::Sum>
+struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
   using A = acc_t<T, Sum>;
+  static constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   static constexpr bool kDouble = std::is_same_v<A, double>;
   using Input = T;
   using Input2 = NoInput;
@@ -67,7 +77,14 @@ struct ExactCheck {
   // length 1 never comes here (it runs as fast mode: exact_length_one_as_fast).
   static constexpr std::size_t kTileRowMaxBytes = kAxisPolicy.tile_row_max_bytes;
   static constexpr bool kMapPath = false;
-  unsigned* failed;  // set (to 1) by project() where an output failed the check
+  unsigned* failed = nullptr;  // set (to 1) by project() where an output failed the check
+
+  static ExactCheck with(unsigned* failed, std::size_t length) {
+    ExactCheck c{};
+    c.failed = failed;
+    if constexpr (primitives::kDividesBy<Op>) c.length = static_cast<double>(length);
+    return c;
+  }
 
   __device__ __forceinline__ ExactCheck at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ State identity() const {
@@ -106,18 +123,77 @@ struct ExactCheck {
   __host__ __device__ __forceinline__ State partial_identity() const { return identity(); }
   // The exact sum rounded once into O; NaN and the flag where a step would have rounded. A half
   // or bfloat16 result is the exact double sum rounded once into that type (never through float).
+  // The mean: the exact quotient rounded once (mean_of), NaN and the flag also where this cannot
+  // be sure of it.
   __device__ __forceinline__ O project(const State& p) const {
     double mark;
     if constexpr (kDouble) mark = p.error;
     else mark = p;
+    if constexpr (primitives::kDividesBy<Op>) {
+      if (!isnan(mark)) mark = mean_of(p);
+    }
     if (isnan(mark)) {
       atomicOr(failed, 1u);
       if constexpr (std::is_same_v<O, A>) return static_cast<A>(mark);  // NaN
       else return primitives::narrow_float<O>(static_cast<float>(mark));
     }
-    if constexpr (kDouble) return primitives::add_rn(p.sum, p.error);
-    else if constexpr (std::is_same_v<O, A>) return __double2float_rn(p);
-    else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p));
+    if constexpr (primitives::kDividesBy<Op>) {
+      if constexpr (std::is_same_v<O, double>) return mark;
+      else if constexpr (std::is_same_v<O, float>) return __double2float_rn(mark);
+      else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(mark));
+    } else {
+      if constexpr (kDouble) return primitives::add_rn(p.sum, p.error);
+      else if constexpr (std::is_same_v<O, A>) return __double2float_rn(p);
+      else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p));
+    }
+  }
+
+ private:
+  // The mean of a row whose exact sum the state holds: a double that rounds once into O as the
+  // exact quotient does, or NaN where it may not.
+  //   - Float-valued sums: the sum S is a double; q = S / length rounded, and r = S - q length is
+  //     exact (the remainder of a rounded division). Rounding q into O rounds twice only where q is
+  //     a midpoint of O and r is not zero: q then moves one double ulp toward the quotient, which
+  //     leaves no other point of O's grid nearby. (With S a double and a length under 2^28, a q on
+  //     a midpoint has r = 0; the test keeps the rounding from resting on that.)
+  //   - Doubles: S = sum + error exactly, renormalised by TwoSum so that |error| is at most half
+  //     an ulp of sum. q = sum / length rounded, r = sum - q length exact (a multiple of q's ulp,
+  //     for q of 2^-1020 and more), and the quotient is q + t with t = (r + error) / length,
+  //     within 1.5 ulps of q. Every midpoint of doubles within 1.5 ulps of q is q plus a non-zero
+  //     integer multiple of a quarter ulp (the binade below has half the ulp). The computed t comes
+  //     from two monotone roundings (of r + error, then of the quotient by length), and every
+  //     k quarter-ulps and k quarter-ulps times length are doubles (a quarter ulp is at least
+  //     2^-1074 for q of 2^-1020 and more), so the computed t is on the same side of each such
+  //     offset as the exact t, or exactly on it. So q + t (one rounding) is the quotient's
+  //     rounding unless the computed t is on or near such an offset: t within 2^-20 quarter ulps
+  //     of a non-zero multiple is sent to the fix-up, as is a q under 2^-1020 and a sum that
+  //     overflows.
+  __device__ __forceinline__ double mean_of(const State& p) const {
+    if constexpr (kDouble) {
+      const primitives::TwoSum s = primitives::two_sum(p.sum, p.error);
+      if (s.sum == 0.0 && s.error == 0.0) return 0.0;
+      const double length = this->length;
+      const double q = __ddiv_rn(s.sum, length);
+      // (an overflowing sum, whose mean may be finite, goes to the fix-up too)
+      if (!(fabs(q) >= 0x1p-1020) || !primitives::finite(s.sum)) return primitives::quiet_nan();
+      const double r = fma(-q, length, s.sum);
+      const double t = __ddiv_rn(primitives::add_rn(r, s.error), length);
+      const double quarter = ldexp(1.0, ilogb(q) - 54);
+      const double w = t / quarter;  // exact: a power of two, no underflow
+      const double k = rint(w);
+      if (k != 0.0 && fabs(w - k) < 0x1p-20) return primitives::quiet_nan();
+      return primitives::add_rn(q, t);
+    } else {
+      const double length = this->length;
+      double q = __ddiv_rn(p, length);
+      const double r = fma(-q, length, p);
+      if (r != 0.0 && primitives::is_midpoint<primitives::kFormatOf<O>>(q)) {
+        // One ulp toward the quotient: up in magnitude where r has q's sign.
+        const long long bits = __double_as_longlong(q);
+        q = __longlong_as_double((r > 0.0) == (q > 0.0) ? bits + 1 : bits - 1);
+      }
+      return q;
+    }
   }
 };
 
@@ -144,11 +220,12 @@ inline constexpr unsigned kFixupThreads = 256;
 // Recomputes every NaN output of an ExactCheck launch, once it has set `failed`: a warp per such
 // output, its lanes adding the output's elements into a row of exact limbs with shared-memory
 // atomics, then rounding it once (store_limb_row). Launched after the main kernels (a dependent
-// launch where the GPU has them). Abs: the sum of the elements' magnitudes.
-template <class T, bool Abs = false>
+// launch where the GPU has them). Op: the sum, the sum of the elements' magnitudes or the mean.
+template <class T, primitives::ExactOp Op = primitives::ExactOp::Sum>
 __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
                                                                      ExactFixupArgs args) {
   using A = acc_t<T, Sum>;
+  constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   using primitives::ExactSum;
   constexpr unsigned kWarps = kFixupThreads / 32;
   constexpr unsigned W = ExactSum<A>::kLimbs;
@@ -177,7 +254,8 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
         primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
       }
       __syncwarp();
-      primitives::store_limb_row<T>(out, q, args.result, limbs[warp], specials[warp], lane);
+      primitives::store_limb_row<T, primitives::kDividesBy<Op>>(out, q, args.result, limbs[warp], specials[warp], lane,
+                                                               args.length);
       __syncwarp();  // the row is read before the next output clears it
     }
   }

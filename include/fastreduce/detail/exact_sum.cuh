@@ -321,6 +321,56 @@ __device__ __forceinline__ O from_bits(std::uint64_t bits) {
   else return __ushort_as_bfloat16(static_cast<unsigned short>(bits));
 }
 
+// What the exact kernels make of the exact sum of a row's elements: the sum, the sum of their
+// magnitudes (the L1 norm: each element's sign bit cleared as it is loaded), or the sum divided by
+// the row's length (the mean: the exact quotient rounded once).
+enum class ExactOp { Sum, Magnitudes, Mean };
+template <ExactOp Op>
+inline constexpr bool kMagnitudesOf = Op == ExactOp::Magnitudes;
+template <ExactOp Op>
+inline constexpr bool kDividesBy = Op == ExactOp::Mean;
+
+// A warp's normalised limbs, limb j on lane j % 32 (word j / 32): the highest non-zero one (-1 for
+// none), limb j itself (0 for j < 0) and whether any limb under j is non-zero. Every lane calls
+// them with the same arguments and gets the answer.
+template <unsigned K>
+__device__ __forceinline__ int highest_limb(const long long (&limb)[K]) {
+  int h = -1;
+#pragma unroll
+  for (int k = K - 1; k >= 0; --k) {
+    const unsigned mask = __ballot_sync(kFullMask, limb[k] != 0);
+    if (h < 0 && mask != 0) h = 32 * k + 31 - __clz(mask);
+  }
+  return h;
+}
+template <unsigned K>
+__device__ __forceinline__ unsigned long long limb_at(const long long (&limb)[K], int j) {
+  long long mine = 0;
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) if (j >= 0 && unsigned(j) / 32 == k) mine = limb[k];
+  const long long v = __shfl_sync(kFullMask, mine, j >= 0 ? j % 32 : 0);
+  return j >= 0 ? static_cast<unsigned long long>(v) : 0ull;
+}
+template <unsigned K>
+__device__ __forceinline__ bool any_limb_below(const long long (&limb)[K], int j, unsigned lane) {
+  bool below = false;
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) below = below || (int(lane + 32 * k) < j && limb[k] != 0);
+  return __any_sync(kFullMask, below);
+}
+
+// What IEEE addition gives for the special values seen, in format F: NaN, or the one sign of
+// infinity seen.
+template <class O>
+__device__ __forceinline__ O special_result(unsigned special) {
+  constexpr BinaryFormat F = kFormatOf<O>;
+  const bool nan = special & kNaN || (special & kPlusInf && special & kMinusInf);
+  constexpr int p = F.precision;
+  constexpr std::uint64_t kInfinity = ((std::uint64_t(1) << (F.width - p)) - 1) << (p - 1);
+  const std::uint64_t sign = !nan && special == kMinusInf ? std::uint64_t(1) << (F.width - 1) : 0;
+  return from_bits<O>(sign | kInfinity | (nan ? std::uint64_t(1) << (p - 2) : 0));
+}
+
 // The value of normalised limbs (a magnitude, and its sign) rounded once to O (round to nearest
 // even): A itself, or half or bfloat16 for a float-valued sum. Computed by one warp; the result
 // is valid in lane 0.
@@ -329,36 +379,15 @@ __device__ __forceinline__ O round_exact(const unsigned long long* limbs, bool n
   using Exact = ExactSum<A>;
   constexpr unsigned K = Exact::K;
   constexpr BinaryFormat F = kFormatOf<O>;
-  if (special != 0) {  // what IEEE addition gives: NaN, or the one sign of infinity seen
-    const bool nan = special & kNaN || (special & kPlusInf && special & kMinusInf);
-    constexpr int p = F.precision;
-    constexpr std::uint64_t kInfinity = ((std::uint64_t(1) << (F.width - p)) - 1) << (p - 1);
-    const std::uint64_t sign = !nan && special == kMinusInf ? std::uint64_t(1) << (F.width - 1) : 0;
-    return from_bits<O>(sign | kInfinity | (nan ? std::uint64_t(1) << (p - 2) : 0));
-  }
+  if (special != 0) return special_result<O>(special);
   long long limb[K];
 #pragma unroll
   for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
   // The highest non-zero limb h, and limbs h, h - 1, h - 2 from their lanes.
-  int h = -1;
-#pragma unroll
-  for (int k = K - 1; k >= 0; --k) {
-    const unsigned mask = __ballot_sync(kFullMask, limb[k] != 0);
-    if (h < 0 && mask != 0) h = 32 * k + 31 - __clz(mask);
-  }
+  const int h = highest_limb(limb);
   if (h < 0) return from_bits<O>(0);
-  auto limb_at = [&](int j) -> unsigned long long {
-    long long mine = 0;
-#pragma unroll
-    for (unsigned k = 0; k < K; ++k) if (j >= 0 && unsigned(j) / 32 == k) mine = limb[k];
-    const long long v = __shfl_sync(kFullMask, mine, j >= 0 ? j % 32 : 0);
-    return j >= 0 ? static_cast<unsigned long long>(v) : 0ull;
-  };
-  const unsigned long long l2 = limb_at(h), l1 = limb_at(h - 1), l0 = limb_at(h - 2);
-  bool below = false;  // any limb under h - 2 non-zero
-#pragma unroll
-  for (unsigned k = 0; k < K; ++k) below = below || (int(lane + 32 * k) < h - 2 && limb[k] != 0);
-  below = __any_sync(kFullMask, below);
+  const unsigned long long l2 = limb_at(limb, h), l1 = limb_at(limb, h - 1), l0 = limb_at(limb, h - 2);
+  const bool below = any_limb_below(limb, h - 2, lane);  // any limb under h - 2 non-zero
   // 64 leading bits of the magnitude, with everything under them folded into a sticky bit, so
   // that the one conversion below rounds exactly as the infinite-precision value would.
   const int lz = __clz(static_cast<unsigned>(l2));
@@ -372,6 +401,35 @@ __device__ __forceinline__ O round_exact(const unsigned long long* limbs, bool n
   return from_bits<O>(round_scaled<F>(m, scale, negative));
 }
 
+// The mean: normalised limbs divided by `divisor` (under 2^48; 0, the mean of nothing, gives NaN)
+// and rounded once to O, by long division from the five highest limbs (divide_window). An exact
+// zero gives +0, as the sum. Computed by one warp (every lane divides); valid in lane 0.
+template <class A, class O = A>
+__device__ __forceinline__ O round_exact_quotient(const unsigned long long* limbs, bool negative, unsigned special,
+                                                  unsigned lane, std::uint64_t divisor) {
+  constexpr unsigned K = ExactSum<A>::K;
+  if (divisor == 0) return special_result<O>(kNaN);
+  if (special != 0) return special_result<O>(special);
+  long long limb[K];
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
+  const int h = highest_limb(limb);
+  if (h < 0) return from_bits<O>(0);
+  std::uint32_t window[5];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) window[i] = static_cast<std::uint32_t>(limb_at(limb, h - i));
+  const Scaled q = divide_window(window, any_limb_below(limb, h - 4, lane), divisor);
+  return from_bits<O>(round_scaled<kFormatOf<O>>(q.m, q.scale + ExactSum<A>::kLowBit + 32 * (h - 4), negative));
+}
+
+// round_exact, or (Divide) round_exact_quotient by `divisor`.
+template <bool Divide, class A, class O = A>
+__device__ __forceinline__ O round_exact_as(const unsigned long long* limbs, bool negative, unsigned special,
+                                            unsigned lane, std::uint64_t divisor) {
+  if constexpr (Divide) return round_exact_quotient<A, O>(limbs, negative, special, lane, divisor);
+  else return round_exact<A, O>(limbs, negative, special, lane);
+}
+
 // The narrow result types a kernel's stores may be asked for: Input, a kernel of one input type
 // (its own type if it is half or bfloat16, else none); AnyNarrow, a kernel shared by the float
 // accumulator's inputs (half or bfloat16, as `type` says).
@@ -380,30 +438,32 @@ struct AnyNarrow {};
 // Rounds normalised limbs (round_exact) into out[q]: A, or the narrow type `type` says (a float
 // sum's half or bfloat16 result, rounded once from the exact value). Input: the calling kernel's
 // input type (only its own type, if half or bfloat16, is compiled as a narrow result) or AnyNarrow
-// (both). Lane 0 stores; every lane of the warp calls it.
-template <class Input, class A>
+// (both). Divide: the mean, the value divided by `divisor` (round_exact_quotient). Lane 0 stores;
+// every lane of the warp calls it.
+template <class Input, class A, bool Divide = false>
 __device__ __forceinline__ void store_exact(A* out, std::size_t q, ResultType type, const unsigned long long* limbs,
-                                            bool negative, unsigned special, unsigned lane) {
+                                            bool negative, unsigned special, unsigned lane,
+                                            std::uint64_t divisor = 0) {
   if constexpr (std::is_same_v<A, float>) {
     constexpr bool kHalf = std::is_same_v<Input, AnyNarrow> || std::is_same_v<Input, __half>;
     constexpr bool kBfloat16 = std::is_same_v<Input, AnyNarrow> || std::is_same_v<Input, __nv_bfloat16>;
     if constexpr (kHalf) {
       if (type == ResultType::Half) {
-        const __half v = round_exact<A, __half>(limbs, negative, special, lane);
+        const __half v = round_exact_as<Divide, A, __half>(limbs, negative, special, lane, divisor);
         if (lane == 0) reinterpret_cast<__half*>(out)[q] = v;
         return;
       }
     }
     if constexpr (kBfloat16) {
       if (type == ResultType::Bfloat16) {
-        const __nv_bfloat16 v = round_exact<A, __nv_bfloat16>(limbs, negative, special, lane);
+        const __nv_bfloat16 v = round_exact_as<Divide, A, __nv_bfloat16>(limbs, negative, special, lane, divisor);
         if (lane == 0) reinterpret_cast<__nv_bfloat16*>(out)[q] = v;
         return;
       }
     }
   }
   if (type != ResultType::Acc) __trap();  // a narrow type this kernel was not compiled for: never asked
-  const A v = round_exact<A>(limbs, negative, special, lane);
+  const A v = round_exact_as<Divide, A>(limbs, negative, special, lane, divisor);
   if (lane == 0) out[q] = v;
 }
 
@@ -521,13 +581,15 @@ __device__ __forceinline__ ExactTotal<A> gather_exact_rows(const unsigned long l
   return {total, negative, special};
 }
 
-// One block: the rounded exact total of rows[0 .. count) into *out (in `type`, as store_exact).
-template <class Input, class A, unsigned Warps>
+// One block: the rounded exact total of rows[0 .. count) into *out (in `type`, as store_exact;
+// Divide: divided by `divisor`).
+template <class Input, bool Divide = false, class A, unsigned Warps>
 __device__ __forceinline__ void finish_exact_rows(const unsigned long long* rows, unsigned count,
-                                                  ExactShared<A, Warps>& shared, A* out, ResultType type) {
+                                                  ExactShared<A, Warps>& shared, A* out, ResultType type,
+                                                  std::uint64_t divisor = 0) {
   const ExactTotal<A> total = gather_exact_rows<A, Warps>(rows, count, shared);
   if (total.limbs == nullptr) return;
-  store_exact<Input>(out, 0, type, total.limbs, total.negative, total.special, threadIdx.x % 32);
+  store_exact<Input, A, Divide>(out, 0, type, total.limbs, total.negative, total.special, threadIdx.x % 32, divisor);
 }
 
 }  // namespace fastreduce::primitives
@@ -567,12 +629,14 @@ __device__ __forceinline__ A finish_limb_row(long long* limbs, unsigned special,
   return round_exact<A>(reinterpret_cast<const unsigned long long*>(limbs), negative, special, lane);
 }
 
-// One warp: such a row rounded once into out[q] (in `type`, as store_exact).
-template <class Input, class A>
+// One warp: such a row rounded once into out[q] (in `type`, as store_exact; Divide: divided by
+// `divisor`).
+template <class Input, bool Divide = false, class A>
 __device__ __forceinline__ void store_limb_row(A* out, std::size_t q, ResultType type, long long* limbs,
-                                               unsigned special, unsigned lane) {
+                                               unsigned special, unsigned lane, std::uint64_t divisor = 0) {
   const bool negative = normalize_limb_row<A>(limbs, lane);
-  store_exact<Input>(out, q, type, reinterpret_cast<const unsigned long long*>(limbs), negative, special, lane);
+  store_exact<Input, A, Divide>(out, q, type, reinterpret_cast<const unsigned long long*>(limbs), negative, special,
+                                lane, divisor);
 }
 
 // Adds a finite double x (a whole multiple of 2^kLowBit) into a row of signed limbs with shared-

@@ -148,6 +148,10 @@ __device__ __forceinline__ void write_result(const R& r, typename R::Out* out, s
 // magnitudes: the family's L1 norm of floating-point inputs (specialised in stat_reductions.cuh).
 template <class R>
 inline constexpr bool kMagnitudeSum = false;
+// Reductions they serve as the sum of their elements divided by the count: the family's mean of
+// floating-point inputs (specialised in stat_reductions.cuh).
+template <class R>
+inline constexpr bool kMeanSum = false;
 
 // A reduction may refuse its own parameters (a negative variance correction): `valid(message)`.
 template <class R>

@@ -446,22 +446,26 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
 // limbs. A grid of one block then rounds its own row; a larger grid leaves the rows to
 // repro_finish_kernel, which runs after it.
 // Exact: Mode::Exact's lanes, which never round (the total is the exact sum, rounded once).
-// Abs: the sum of the elements' magnitudes (the L1 norm).
-template <class T, bool Exact = false, bool Abs = false>
+// Op: the sum, the sum of the elements' magnitudes (the L1 norm) or the sum divided by n (the mean).
+template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
 __global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   __shared__ ReproShared<acc_t<T, Sum>> shared;
   const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
-  repro_block_row<T, 1, Exact, Abs>(spans, args.rows, shared);
-  if (gridDim.x == 1) primitives::finish_exact_rows<T>(args.rows, 1, shared, args.out, args.result);
+  repro_block_row<T, 1, Exact, primitives::kMagnitudesOf<Op>>(spans, args.rows, shared);
+  if (gridDim.x == 1) {
+    primitives::finish_exact_rows<T, primitives::kDividesBy<Op>>(args.rows, 1, shared, args.out, args.result, args.n);
+  }
 }
 
-// One block, after repro_sum_kernel's grid: the rounded exact total of its rows.
-template <class A>
+// One block, after repro_sum_kernel's grid: the rounded exact total of its rows (Divide: divided
+// by `divisor`, the mean).
+template <class A, bool Divide = false>
 __global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsigned long long* rows, unsigned count, A* out,
-                                                                     primitives::ResultType result) {
+                                                                     primitives::ResultType result,
+                                                                     std::uint64_t divisor) {
   __shared__ ReproShared<A> shared;
   primitives::wait_for_prior_grid();
-  primitives::finish_exact_rows<primitives::AnyNarrow>(rows, count, shared, out, result);
+  primitives::finish_exact_rows<primitives::AnyNarrow, Divide>(rows, count, shared, out, result, divisor);
 }
 
 }  // namespace fastreduce::engine

@@ -119,6 +119,12 @@ template <class O>
 struct MeanOf {
   __host__ __device__ O operator()(const Moments<double>& m) const { return static_cast<O>(m.mean()); }
 };
+// Mode::Reproducible and Mode::Exact: the mean of floating-point inputs is the reproducible
+// (exact) sum divided by the count, on the sums' own kernels, rounded once from the quotient.
+template <class T>
+inline constexpr bool kMeanSum<MomentsReduction<T, MeanOf<stat_t<T>>>> =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
+    std::is_same_v<T, __nv_bfloat16>;
 template <class O>
 struct VarianceOf {
   int correction;
