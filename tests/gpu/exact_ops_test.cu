@@ -58,22 +58,31 @@ std::vector<Acc<T>> copy_back(const DeviceBuffer<Acc<T>>& out, std::size_t n) {
   return h;
 }
 
-// The L1 norm of x and the built-in Sum of |x|, through the two-phase contract, outputs poisoned.
-// `run(temp, bytes, out, l1)` makes one call (l1: the norm of x, else the Sum of |x|).
+// One call (1-D, an axis, segments) through the two-phase contract, outputs poisoned:
+// `run(temp, bytes, out)`.
+template <class T, class Run>
+std::vector<Acc<T>> run_call(std::size_t outputs, Run&& run) {
+  DeviceBuffer<Acc<T>> out(std::max<std::size_t>(outputs, 1));
+  out.poison();
+  std::size_t bytes = 0;
+  EXPECT_EQ(run(nullptr, bytes, out.get()), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  EXPECT_EQ(run(temp.get(), bytes, out.get()), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return copy_back<T>(out, outputs);
+}
+
+// The L1 norm of x and the built-in Sum of |x|: `run(temp, bytes, out, l1)` makes one call (l1:
+// the norm of x, else the Sum of |x|).
 template <class T, class Run>
 std::pair<std::vector<Acc<T>>, std::vector<Acc<T>>> both(std::size_t outputs, Run&& run) {
-  std::vector<Acc<T>> results[2];
-  for (int l1 = 0; l1 < 2; ++l1) {
-    DeviceBuffer<Acc<T>> out(std::max<std::size_t>(outputs, 1));
-    out.poison();
-    std::size_t bytes = 0;
-    EXPECT_EQ(run(nullptr, bytes, out.get(), l1 == 1), cudaSuccess);
-    DeviceBuffer<char> temp(bytes);
-    EXPECT_EQ(run(temp.get(), bytes, out.get(), l1 == 1), cudaSuccess);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    results[l1] = copy_back<T>(out, outputs);
-  }
-  return {results[1], results[0]};
+  std::vector<Acc<T>> sum = run_call<T>(outputs, [&](void* temp, std::size_t& bytes, Acc<T>* out) {
+    return run(temp, bytes, out, false);
+  });
+  std::vector<Acc<T>> l1 = run_call<T>(outputs, [&](void* temp, std::size_t& bytes, Acc<T>* out) {
+    return run(temp, bytes, out, true);
+  });
+  return {l1, sum};
 }
 
 std::string mode_name(fr::Mode m) { return m == fr::Mode::Exact ? "exact" : "reproducible"; }
@@ -231,26 +240,13 @@ namespace {
 template <class T>
 using MeanR = eng::MomentsReduction<T, eng::MeanOf<fr::stat_t<T>>>;
 
-// One mean (1-D, an axis, segments) through the two-phase contract, outputs poisoned.
-template <class T, class Run>
-std::vector<Acc<T>> run_mean(std::size_t outputs, Run&& run) {
-  DeviceBuffer<Acc<T>> out(std::max<std::size_t>(outputs, 1));
-  out.poison();
-  std::size_t bytes = 0;
-  EXPECT_EQ(run(nullptr, bytes, out.get()), cudaSuccess);
-  DeviceBuffer<char> temp(bytes);
-  EXPECT_EQ(run(temp.get(), bytes, out.get()), cudaSuccess);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return copy_back<T>(out, outputs);
-}
-
 // The reproducible 1-D mean of `e` (copied to the device).
 template <class T>
 Acc<T> mean_1d(const std::vector<T>& e, fr::Mode mode) {
   DeviceBuffer<T> d(std::max<std::size_t>(e.size(), 1));
   if (!e.empty()) EXPECT_EQ(cudaMemcpy(d.get(), e.data(), e.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   const fr::Options opt{.mode = mode};
-  return run_mean<T>(1, [&](void* temp, std::size_t& bytes, Acc<T>* out) {
+  return run_call<T>(1, [&](void* temp, std::size_t& bytes, Acc<T>* out) {
     return fr::reduce_async(temp, bytes, d.get(), out, e.size(), fr::Mean{}, 0, opt);
   })[0];
 }
@@ -286,7 +282,7 @@ void check_mean(int kind) {
         A first{};
         for (unsigned max_blocks : {0u, 3u}) {
           const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
-          const A got = run_mean<T>(1, [&](void* temp, std::size_t& bytes, A* out) {
+          const A got = run_call<T>(1, [&](void* temp, std::size_t& bytes, A* out) {
             return fr::reduce_async(temp, bytes, dx.get() + offset, out, size, fr::Mean{}, 0, opt);
           })[0];
           if (max_blocks == 0) first = got;
@@ -319,7 +315,7 @@ void check_mean(int kind) {
       const fr::Axis& axis = s.axis;
       const std::size_t outputs = axis.outer * axis.inner;
       const fr::Options opt{.mode = mode};
-      const std::vector<A> got = run_mean<T>(outputs, [&](void* temp, std::size_t& bytes, A* out) {
+      const std::vector<A> got = run_call<T>(outputs, [&](void* temp, std::size_t& bytes, A* out) {
         return fr::reduce_axis_async(temp, bytes, dx.get() + s.origin, out, axis, fr::Mean{}, 0, opt);
       });
       if (mode == fr::Mode::Exact && axis.length > 1 && axis.length <= kMax) {
@@ -352,7 +348,7 @@ void check_mean(int kind) {
     // Segments: empty (NaN), reversed, short and long.
     Segments segs(n, test_seed() + 19);
     const fr::Options opt{.mode = mode};
-    const std::vector<A> got = run_mean<T>(segs.count, [&](void* temp, std::size_t& bytes, A* out) {
+    const std::vector<A> got = run_call<T>(segs.count, [&](void* temp, std::size_t& bytes, A* out) {
       return fr::reduce_segments_async(temp, bytes, dx.get(), out, segs.count, segs.d_begin.get(), segs.d_end.get(),
                                        fr::Mean{}, 0, opt);
     });
@@ -419,10 +415,10 @@ void check_mean_ties() {
     CUDA_OK(cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(dt.get(), xt.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
     const fr::Options opt{.mode = fr::Mode::Exact};
-    const std::vector<A> by_rows = run_mean<T>(rows, [&](void* temp, std::size_t& bytes, A* out) {
+    const std::vector<A> by_rows = run_call<T>(rows, [&](void* temp, std::size_t& bytes, A* out) {
       return fr::reduce_axis_async(temp, bytes, dx.get(), out, fr::Axis{rows, length, 1}, fr::Mean{}, 0, opt);
     });
-    const std::vector<A> by_columns = run_mean<T>(rows, [&](void* temp, std::size_t& bytes, A* out) {
+    const std::vector<A> by_columns = run_call<T>(rows, [&](void* temp, std::size_t& bytes, A* out) {
       return fr::reduce_axis_async(temp, bytes, dt.get(), out, fr::Axis{1, length, rows}, fr::Mean{}, 0, opt);
     });
     int ties = 0;

@@ -330,9 +330,14 @@ inline constexpr bool kMagnitudesOf = Op == ExactOp::Magnitudes;
 template <ExactOp Op>
 inline constexpr bool kDividesBy = Op == ExactOp::Mean;
 
-// A warp's normalised limbs, limb j on lane j % 32 (word j / 32): the highest non-zero one (-1 for
-// none), limb j itself (0 for j < 0) and whether any limb under j is non-zero. Every lane calls
-// them with the same arguments and gets the answer.
+// A warp's normalised limbs, limb j on lane j % 32 (word j / 32): this lane's words of a row, the
+// highest non-zero limb (-1 for none), limb j itself (0 for j < 0) and whether any limb under j is
+// non-zero. Every lane calls them with the same arguments and gets the answer.
+template <unsigned K>
+__device__ __forceinline__ void load_limbs(const unsigned long long* limbs, unsigned lane, long long (&limb)[K]) {
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
+}
 template <unsigned K>
 __device__ __forceinline__ int highest_limb(const long long (&limb)[K]) {
   int h = -1;
@@ -381,8 +386,7 @@ __device__ __forceinline__ O round_exact(const unsigned long long* limbs, bool n
   constexpr BinaryFormat F = kFormatOf<O>;
   if (special != 0) return special_result<O>(special);
   long long limb[K];
-#pragma unroll
-  for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
+  load_limbs(limbs, lane, limb);
   // The highest non-zero limb h, and limbs h, h - 1, h - 2 from their lanes.
   const int h = highest_limb(limb);
   if (h < 0) return from_bits<O>(0);
@@ -411,8 +415,7 @@ __device__ __forceinline__ O round_exact_quotient(const unsigned long long* limb
   if (divisor == 0) return special_result<O>(kNaN);
   if (special != 0) return special_result<O>(special);
   long long limb[K];
-#pragma unroll
-  for (unsigned k = 0; k < K; ++k) limb[k] = static_cast<long long>(limbs[lane + 32 * k]);
+  load_limbs(limbs, lane, limb);
   const int h = highest_limb(limb);
   if (h < 0) return from_bits<O>(0);
   std::uint32_t window[5];
