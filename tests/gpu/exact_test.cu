@@ -444,6 +444,86 @@ TEST(Exact, SegmentsMatchTheReference) {
   run(__nv_bfloat16{});
 }
 
+// Segments are cut into runs of tiles, one run a warp, and a segment cut by the runs is joined
+// from rows of limbs: its bits must not depend on the grid. More segments than one block scans
+// (the counting kernel and CUB's scan), most of them short, a few long ones that span many runs
+// even on one block's eight warps, starts off 16-byte alignment; in Mode::Exact against the
+// reference, in Mode::Reproducible against the 1-D reproducible sum of the segment alone, on
+// grids of 1, 3 and every block.
+template <class T>
+void check_segments_on_every_grid(fr::Mode mode) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t(1) << 21) + 5;
+  const std::vector<T> host = exact_data<T>(mode == fr::Mode::Exact ? 2 : 1, n, test_seed());  // wide range; normal
+  DeviceBuffer<T> in(n);
+  CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  std::mt19937_64 rng(test_seed() + 11);
+  const std::size_t count = 5003;
+  std::vector<std::int64_t> begin(count), end(count);
+  for (std::size_t s = 0; s < count; ++s) {
+    const std::size_t length = s % 997 == 3 ? (std::size_t(1) << 20) + rng() % 9000  // 257 or more tiles
+                               : s % 101 == 9 ? 4096 * (1 + rng() % 8) - 1 + rng() % 3  // about a tile or eight
+                               : s % 13 == 0  ? 0
+                                              : rng() % 200;
+    begin[s] = std::int64_t(rng() % (n - length));
+    end[s] = begin[s] + std::int64_t(length);
+  }
+  DeviceBuffer<std::int64_t> d_begin(count), d_end(count);
+  CUDA_OK(cudaMemcpy(d_begin.get(), begin.data(), count * 8, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_end.get(), end.data(), count * 8, cudaMemcpyHostToDevice));
+  std::vector<std::vector<Acc<T>>> results;
+  for (unsigned max_blocks : {0u, 1u, 3u}) {
+    const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+    std::size_t bytes = 0;
+    ASSERT_EQ((fr::reduce_segments_async<T, fr::Sum>(nullptr, bytes, in.get(), nullptr, count, d_begin.get(),
+                                                     d_end.get(), fr::Sum{}, 0, opt)),
+              cudaSuccess);
+    DeviceBuffer<char> temp(bytes);
+    temp.poison();
+    DeviceBuffer<Acc<T>> out(count);
+    out.poison();
+    ASSERT_EQ((fr::reduce_segments_async<T, fr::Sum>(temp.get(), bytes, in.get(), out.get(), count, d_begin.get(),
+                                                     d_end.get(), fr::Sum{}, 0, opt)),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<Acc<T>> got(count);
+    CUDA_OK(cudaMemcpy(got.data(), out.get(), count * sizeof(Acc<T>), cudaMemcpyDeviceToHost));
+    results.push_back(std::move(got));
+  }
+  std::size_t bad = 0;
+  for (std::size_t s = 0; s < count && bad < 5; ++s) {
+    const std::size_t length = std::size_t(end[s] - begin[s]);
+    for (std::size_t g = 1; g < results.size(); ++g) {
+      if (!same_bits(results[g][s], results[0][s])) {
+        ++bad;
+        ADD_FAILURE() << "segment " << s << " of length " << length << ": grid " << g << " gives " << std::hexfloat
+                      << double(results[g][s]) << ", the whole GPU " << double(results[0][s]);
+      }
+    }
+    Acc<T> expected{};
+    if (mode == fr::Mode::Exact) {
+      expected = expected_sum(host, std::size_t(begin[s]), length);
+    } else {
+      if (s % 7 != 0 && length < 4096) continue;  // a sample of the short ones
+      expected = length == 0 ? Acc<T>(0) : fr::reduce(in.get() + begin[s], length, fr::Sum{}, fr::Options{.mode = mode});
+    }
+    if (!same_result(results[0][s], expected)) {
+      ++bad;
+      ADD_FAILURE() << "segment " << s << " of length " << length << std::hexfloat << ": got "
+                    << double(results[0][s]) << ", expected " << double(expected);
+    }
+  }
+}
+TEST(Exact, SegmentsAreTheSameOnEveryGrid) {
+  check_segments_on_every_grid<float>(fr::Mode::Exact);
+  check_segments_on_every_grid<double>(fr::Mode::Exact);
+  check_segments_on_every_grid<__nv_bfloat16>(fr::Mode::Exact);
+}
+TEST(Exact, ReproducibleSegmentsAreTheSameOnEveryGrid) {
+  check_segments_on_every_grid<float>(fr::Mode::Reproducible);
+  check_segments_on_every_grid<double>(fr::Mode::Reproducible);
+}
+
 // The axis reduction with one contiguous output is the 1-D reduction, in Mode::Exact too.
 TEST(Exact, OneContiguousOutputAlongAnAxis) {
   FASTREDUCE_REQUIRE_GPU();

@@ -16,6 +16,7 @@
 #include "fastreduce/detail/exact_axis.cuh"
 #include "fastreduce/detail/ordered.cuh"
 #include "fastreduce/detail/repro_pieces.hpp"
+#include "fastreduce/detail/repro_segments.cuh"
 #include "fastreduce/detail/segments.cuh"
 #include "fastreduce/detail/segments_scan.hpp"
 
@@ -542,11 +543,25 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   const bool vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   if (repro_sum) {
     if constexpr (is_exact_sum_v<R>) {
+      using A = acc_t<T, Sum>;
+      static_assert(kReproThreads == kAxisThreads, "plan_segments counts the grid's warps as kAxisWarps a block");
       const cudaError_t e = with_exact_lanes(exact, [&]<bool Exact>() {
-        return kernel_facts<repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kExactOpOf<R>>,
-                            kReproThreads>(device, main);
+        if (cudaError_t f = kernel_facts<repro_segments_kernel<T, Offset, Exact, kExactOpOf<R>>, kReproThreads>(device, main);
+            f != cudaSuccess) {
+          return f;
+        }
+        return kernel_facts<repro_segments_join_kernel<T, Offset, primitives::kDividesBy<kExactOpOf<R>>>, kReproThreads>(
+            device, join);
       });
       if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
+      if (count > kOneBlockScanMax) {
+        if (cudaError_t f = inclusive_scan_pieces(nullptr, scan_bytes, nullptr, nullptr, count, stream); f != cudaSuccess) {
+          return fail(f, "segment scan size query");
+        }
+      }
+      // Two rows of limbs per warp of the grid (a head and a tail).
+      plan = plan_segments(count, primitives::kExactRowWords<A> * sizeof(unsigned long long), scan_bytes, sms,
+                           main.blocks_per_sm, opt.max_blocks);
     }
   } else if constexpr (!R::commutative) {
     const unsigned group = count <= 1024 ? kOrderedThreads : 32;
@@ -594,28 +609,14 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   if (primitives::check_device_pointer(d_begin) != cudaSuccess || primitives::check_device_pointer(d_end) != cudaSuccess) {
     return fail(cudaErrorInvalidDevicePointer, "d_begin or d_end is host memory the device cannot read");
   }
-  if (repro_sum) {
-    if constexpr (is_exact_sum_v<R>) {
-      using A = acc_t<T, Sum>;
-      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(
-          count, opt.max_blocks > 0 ? opt.max_blocks : std::size_t(std::numeric_limits<int>::max())));
-      const ReproRowsArgs<SegmentViews<T, Offset>, A> args{
-          {in.x, d_begin, d_end}, count, 1, kReproMaxElements, nullptr, reinterpret_cast<A*>(d_out), kSumResultType<R>};
-      return with_exact_lanes(exact, [&]<bool Exact>() {
-        return launch(repro_rows_kernel<kReproThreads / 32, T, SegmentViews<T, Offset>, Exact, kExactOpOf<R>>, grid,
-                      kReproThreads, 0, stream, false, args);
-      });
-    }
-    return cudaErrorNotSupported;
-  }
   if constexpr (!R::commutative) {
     return launch_ordered_groups<R>(ordered.group, ordered.grid, in.x, OrderedSegments<Offset>{d_begin, d_end}, count,
                                     d_out, red, stream);
   } else {
+    // The pieces of every segment, counted and scanned.
     char* base = static_cast<char*>(d_temp);
     auto* pieces = reinterpret_cast<unsigned long long*>(base + plan.pieces_offset);
     auto* scan = reinterpret_cast<unsigned long long*>(base + plan.scan_offset);
-    P* slots = reinterpret_cast<P*>(base + plan.slots_offset);
     cudaError_t status = cudaSuccess;
     const bool one_block = count <= kOneBlockScanMax;
     if (one_block) {
@@ -629,6 +630,34 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
         status = inclusive_scan_pieces(base + plan.scan_temp_offset, scan_bytes, pieces, scan, count, stream);
       }
     }
+    if (repro_sum) {
+      if constexpr (is_exact_sum_v<R>) {
+        // The warps' runs of tiles (repro_segments.cuh), then the cut segments joined.
+        using A = acc_t<T, Sum>;
+        const ReproSegmentArgs<T, Offset> args{in.x,
+                                               d_begin,
+                                               d_end,
+                                               count,
+                                               scan,
+                                               std::size_t(plan.grid) * (kReproThreads / 32),
+                                               reinterpret_cast<unsigned long long*>(base + plan.slots_offset),
+                                               reinterpret_cast<A*>(d_out),
+                                               kSumResultType<R>};
+        const bool after_scan = one_block && compute_major(device) >= 9 && main.ptx_version >= 90;
+        const bool after_main = compute_major(device) >= 9 && join.ptx_version >= 90;
+        if (status != cudaSuccess) return status;
+        return with_exact_lanes(exact, [&]<bool Exact>() {
+          constexpr primitives::ExactOp kOp = kExactOpOf<R>;
+          cudaError_t s = launch(repro_segments_kernel<T, Offset, Exact, kOp>, plan.grid, kReproThreads, 0, stream,
+                                 after_scan, args);
+          if (s != cudaSuccess) return s;
+          return launch(repro_segments_join_kernel<T, Offset, primitives::kDividesBy<kOp>>, plan.grid, kReproThreads, 0,
+                        stream, after_main, args);
+        });
+      }
+      return cudaErrorNotSupported;
+    }
+    P* slots = reinterpret_cast<P*>(base + plan.slots_offset);
     if (status == cudaSuccess) {
       // After the one-block scan, a dependent launch (the kernel waits for the scan first).
       const bool dependent = one_block && compute_major(device) >= 9 && main.ptx_version >= 90;

@@ -1,5 +1,5 @@
-// Reproducible axis and segmented sums: every output bitwise equal to the 1-D reproducible
-// reduce (engine/repro_path.cuh) of its own elements alone.
+// Reproducible axis sums: every output bitwise equal to the 1-D reproducible reduce
+// (engine/repro_path.cuh) of its own elements alone. (Segments: repro_segments.cuh.)
 //
 // The 1-D sum's bits are fixed by the length of what is summed: tile t of kReproTile elements,
 // lane l of 32 taking the vectors l, l + 32, ... of it (element by element, even and odd elements
@@ -7,7 +7,7 @@
 // lane partials (double sums) meets the others in an exact fixed-point accumulator, rounded once.
 // Which thread computes a lane's partial, and in what order the exact additions happen, cannot
 // change a bit. So:
-//   - rows with contiguous elements (and segments) are summed by the 1-D code itself, a warp (or
+//   - rows with contiguous elements are summed by the 1-D code itself, a warp (or
 //     the 8 warps of a block, for long rows) per row, pieces of very long rows in several blocks;
 //   - any other layout (columns) lets thread u of a warp take output u and compute lane l's
 //     partial of a tile for it: the warp's loads then read adjacent columns of one row. Lane
@@ -35,18 +35,6 @@ template <class T>
 struct AxisRowViews {
   AxisRows<T> rows;
   __device__ __forceinline__ RowView<T> operator()(std::size_t r) const { return {rows.row(r), rows.offsets.length}; }
-};
-
-// Segments as rows: [begin[s], end[s]) of `in`; end <= begin is empty.
-template <class T, class Offset>
-struct SegmentViews {
-  const T* in;
-  const Offset* begin;
-  const Offset* end;
-  __device__ __forceinline__ RowView<T> operator()(std::size_t s) const {
-    const Offset b = begin[s], e = end[s];
-    return {in + b, e > b ? static_cast<std::size_t>(e - b) : 0};
-  }
 };
 
 template <class Rows, class A>

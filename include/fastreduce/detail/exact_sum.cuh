@@ -520,12 +520,14 @@ struct ExactTotal {
 };
 
 // One block of Warps warps adds rows[0 .. count) (each kExactRowWords<A> words, written by an
-// earlier grid or by this block before a barrier). Warp w adds rows w, w + Warps, ... with lane
-// l taking limbs l + 32 k (coalesced), several rows' loads in flight before their additions;
-// then warp 0 adds the warps' sums and carries them into 32-bit limbs.
-template <class A, unsigned Warps>
+// earlier grid or by this block before a barrier), and (Extra) the row `extra` too. Warp w adds
+// rows w, w + Warps, ... with lane l taking limbs l + 32 k (coalesced), several rows' loads in
+// flight before their additions; then warp 0 adds the warps' sums and carries them into 32-bit
+// limbs.
+template <class A, unsigned Warps, bool Extra = false>
 __device__ __forceinline__ ExactTotal<A> gather_exact_rows(const unsigned long long* rows, unsigned count,
-                                                           ExactShared<A, Warps>& shared) {
+                                                           ExactShared<A, Warps>& shared,
+                                                           const unsigned long long* extra = nullptr) {
   constexpr unsigned W = ExactSum<A>::kLimbs;
   constexpr unsigned K = ExactSum<A>::K;
   constexpr unsigned kWords = kExactRowWords<A>;
@@ -550,6 +552,13 @@ __device__ __forceinline__ ExactTotal<A> gather_exact_rows(const unsigned long l
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) acc[k] += row[i][k];
       special |= flags[i];
+    }
+  }
+  if constexpr (Extra) {
+    if (warp == 0) {
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) acc[k] += static_cast<long long>(__ldcg(extra + lane + 32 * k));
+      if (lane == 0) special |= static_cast<unsigned>(__ldcg(extra + W));
     }
   }
 #pragma unroll

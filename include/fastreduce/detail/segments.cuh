@@ -127,6 +127,30 @@ __device__ __forceinline__ PieceRun piece_run(unsigned long long total, std::siz
   return {total * w / workers, total * (w + 1) / workers};
 }
 
+// The part of segment s in a run: its pieces [first, last), counted from the segment's first
+// piece, and whether the run's start or end cuts the segment there.
+struct SegmentPart {
+  unsigned long long first, last;
+  bool cut_before, cut_after;
+};
+// f(s, part) for each segment that a (non-empty) run of pieces touches, in order; every lane of
+// the warp calls it with the same arguments.
+template <class F>
+__device__ __forceinline__ void for_each_segment_part(const unsigned long long* scan, std::size_t count,
+                                                      const PieceRun& run, unsigned lane, F&& f) {
+  std::size_t s = segment_of_piece(scan, count, run.first, lane);
+  unsigned long long piece = run.first;
+  unsigned long long before = s > 0 ? __ldcg(scan + s - 1) : 0;  // pieces of the segments before s
+  while (piece < run.last) {
+    const unsigned long long through = __ldcg(scan + s);
+    const unsigned long long stop = through < run.last ? through : run.last;
+    f(s, SegmentPart{piece - before, stop - before, piece > before, stop < through});
+    piece = stop;
+    before = through;
+    ++s;
+  }
+}
+
 template <class R, class Offset>
 struct SegmentArgs {
   inputs_t<R> in;
@@ -149,15 +173,10 @@ __global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<R, O
   const std::size_t slots = std::size_t(gridDim.x) * kAxisWarps;
   const PieceRun run = piece_run(total, w, workers);
   if (run.first >= run.last) return;
-  std::size_t s = segment_of_piece(args.scan, args.count, run.first, lane);
-  unsigned long long piece = run.first;
-  unsigned long long before = s > 0 ? __ldcg(args.scan + s - 1) : 0;  // pieces of the segments before s
-  while (piece < run.last) {
-    const unsigned long long through = __ldcg(args.scan + s);
-    const unsigned long long stop = through < run.last ? through : run.last;
+  for_each_segment_part(args.scan, args.count, run, lane, [&](std::size_t s, const SegmentPart& p) {
     const std::size_t n = segment_length(args.begin, args.end, s);
-    const std::size_t from = static_cast<std::size_t>(piece - before) * kSegmentPiece;
-    std::size_t to = static_cast<std::size_t>(stop - before) * kSegmentPiece;
+    const std::size_t from = static_cast<std::size_t>(p.first) * kSegmentPiece;
+    std::size_t to = static_cast<std::size_t>(p.last) * kSegmentPiece;
     to = to < n ? to : n;
     const inputs_t<R> part = advance(args.in, static_cast<std::int64_t>(args.begin[s]) + static_cast<std::int64_t>(from));
     const R u = red.at(from < to ? part.x : nullptr);
@@ -165,16 +184,11 @@ __global__ void __launch_bounds__(kAxisThreads) segments_kernel(SegmentArgs<R, O
     if (from < to) acc = range_partial<32, 4, V>(u, part, to - from, lane, from);
     acc = primitives::warp_reduce(acc, combiner_of(u));
     if (lane == 0) {
-      const bool cut_before = piece > before;
-      const bool cut_after = stop < through;
-      if (!cut_before && !cut_after) write_result(u, args.out, s, u.partial(acc));
-      else if (cut_before) args.slots[w] = u.partial(acc);
+      if (!p.cut_before && !p.cut_after) write_result(u, args.out, s, u.partial(acc));
+      else if (p.cut_before) args.slots[w] = u.partial(acc);
       else args.slots[slots + w] = u.partial(acc);
     }
-    piece = stop;
-    before = through;
-    ++s;
-  }
+  });
 }
 
 // A warp per worker: a segment that starts in its run and continues past it is finished here,
