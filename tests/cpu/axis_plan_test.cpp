@@ -1,7 +1,15 @@
 // Planning of axis and segmented reductions (host arithmetic).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "fastreduce/detail/axis_plan.hpp"
+#include "fastreduce/detail/segment_runs.hpp"
 
 namespace fr = fastreduce;
 namespace eng = fastreduce::engine;
@@ -199,4 +207,108 @@ TEST(AxisPlan, TileOnlyWhereTheReductionStagesVectors) {
   const auto l = resolved({.outer = 100000, .length = 16});
   EXPECT_EQ(eng::choose_axis_path(l, 4, false, 132, true), eng::AxisPath::RowsTile);
   EXPECT_EQ(eng::choose_axis_path(l, 4, false, 132, false), eng::AxisPath::RowsWarp);
+}
+
+// Segmented reductions: the warps' runs of pieces (segment_runs.hpp), and the cut segments'
+// heads, tails and joins as repro_segments.cuh's kernels index them, modelled on the host.
+namespace {
+std::uint64_t runs_seed() {
+  if (const char* s = std::getenv("FASTREDUCE_TEST_SEED")) return std::strtoull(s, nullptr, 10);
+  return std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+}
+}  // namespace
+
+TEST(SegmentRuns, RunsCutThePiecesInOrderAndEachPieceHasOneWorker) {
+  const std::uint64_t seed = runs_seed();
+  SCOPED_TRACE("FASTREDUCE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const unsigned long long total = trial % 3 == 0 ? 1 + rng() % 40 : 1 + rng() % (trial % 3 == 1 ? 100000 : (1ull << 38));
+    const std::size_t warps = 1 + rng() % (trial % 2 == 0 ? 64 : 20000);
+    const std::size_t workers = eng::active_workers(total, warps);
+    ASSERT_GE(workers, 1u);
+    ASSERT_LE(workers, warps);
+    for (std::size_t w = 0; w < workers; w += 1 + (workers > 300 ? rng() % (workers / 100) : 0)) {
+      const eng::PieceRun run = eng::piece_run(total, w, workers);
+      if (w == 0) ASSERT_EQ(run.first, 0u);
+      ASSERT_LT(run.first, run.last) << "total " << total << ", worker " << w << " of " << workers;
+      if (w + 1 == workers) ASSERT_EQ(run.last, total);
+      ASSERT_EQ(eng::piece_run(total, w + 1, workers).first, run.last);
+      const unsigned long long inside = run.first + rng() % (run.last - run.first);
+      for (unsigned long long p : {run.first, run.last - 1, inside}) {
+        ASSERT_EQ(eng::worker_of_piece(total, workers, p), w) << "total " << total << ", piece " << p;
+      }
+    }
+    ASSERT_EQ(eng::piece_run(total, workers, workers).first, total);  // past the last worker: empty
+  }
+}
+
+TEST(SegmentRuns, HeadsTailsAndJoinsCoverEverySegmentOnce) {
+  const std::uint64_t seed = runs_seed();
+  SCOPED_TRACE("FASTREDUCE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 400; ++trial) {
+    // Pieces per segment: mostly one, some a few, some many (a segment over many runs).
+    const std::size_t count = 1 + rng() % (trial % 4 == 0 ? 5 : 3000);
+    std::vector<unsigned long long> scan(count);
+    unsigned long long total = 0;
+    for (std::size_t s = 0; s < count; ++s) {
+      const unsigned r = rng() % 100;
+      total += r < 70 ? 1 : r < 95 ? 1 + rng() % 8 : 1 + rng() % 5000;
+      scan[s] = total;
+    }
+    const std::size_t warps = 1 + rng() % (trial % 2 == 0 ? 24 : 4000);
+    const std::size_t workers = eng::active_workers(total, warps);
+    struct Row {
+      std::size_t segment = ~std::size_t(0);
+      unsigned long long pieces = 0;
+    };
+    std::vector<Row> heads(workers), tails(workers);
+    std::vector<unsigned long long> written(count, 0);  // pieces in each segment's one output
+    std::vector<int> outputs(count, 0);
+    // The main kernel: each worker walks the segments of its run (for_each_segment_part).
+    for (std::size_t w = 0; w < workers; ++w) {
+      const eng::PieceRun run = eng::piece_run(total, w, workers);
+      std::size_t s = static_cast<std::size_t>(std::upper_bound(scan.begin(), scan.end(), run.first) - scan.begin());
+      unsigned long long piece = run.first, before = s > 0 ? scan[s - 1] : 0;
+      while (piece < run.last) {
+        const unsigned long long through = scan[s];
+        const unsigned long long stop = std::min(through, run.last);
+        const bool cut_before = piece > before, cut_after = stop < through;
+        if (!cut_before && !cut_after) {
+          written[s] += stop - piece;
+          ++outputs[s];
+        } else {
+          Row& row = cut_before ? heads[w] : tails[w];
+          ASSERT_EQ(row.segment, ~std::size_t(0)) << "a worker's head or tail row written twice";
+          row = {s, stop - piece};
+        }
+        piece = stop;
+        before = through;
+        ++s;
+      }
+    }
+    // The join: a segment cut after the run where it starts takes that run's tail row and the
+    // head rows of runs w + 1 .. worker_of_piece(its last piece).
+    for (std::size_t w = 0; w < workers; ++w) {
+      const eng::PieceRun run = eng::piece_run(total, w, workers);
+      const std::size_t s = static_cast<std::size_t>(std::upper_bound(scan.begin(), scan.end(), run.last - 1) - scan.begin());
+      const unsigned long long through = scan[s], before = s > 0 ? scan[s - 1] : 0;
+      if (through <= run.last || before < run.first) continue;
+      const std::size_t last = eng::worker_of_piece(total, workers, through - 1);
+      ASSERT_GT(last, w);
+      ASSERT_EQ(tails[w].segment, s);
+      unsigned long long pieces = tails[w].pieces;
+      for (std::size_t h = w + 1; h <= last; ++h) {
+        ASSERT_EQ(heads[h].segment, s) << "segment " << s << ": run " << h << "'s head row";
+        pieces += heads[h].pieces;
+      }
+      written[s] += pieces;
+      ++outputs[s];
+    }
+    for (std::size_t s = 0; s < count; ++s) {
+      ASSERT_EQ(outputs[s], 1) << "segment " << s << " of " << count << ", " << workers << " workers";
+      ASSERT_EQ(written[s], scan[s] - (s > 0 ? scan[s - 1] : 0)) << "segment " << s;
+    }
+  }
 }

@@ -43,16 +43,6 @@ struct ReproSegmentArgs {
   primitives::ResultType result;   // the type of out's elements (ResultType::Acc: the accumulator's)
 };
 
-// The worker whose run (piece_run, of `workers` runs of `total` pieces) holds piece p.
-__device__ __forceinline__ std::size_t worker_of_piece(unsigned long long total, std::size_t workers,
-                                                        unsigned long long p) {
-  // The last worker whose run starts at or before p: total * w / workers <= p.
-  std::size_t w = static_cast<std::size_t>(((p + 1) * workers - 1) / total);
-  while (w + 1 < workers && piece_run(total, w + 1, workers).first <= p) ++w;
-  while (w > 0 && piece_run(total, w, workers).first > p) --w;
-  return w;
-}
-
 // Each warp sums its run of tiles, segment by segment. Exact: Mode::Exact's lanes. Op: the sum,
 // the sum of the elements' magnitudes (the L1 norm) or the sum divided by the segment's length
 // (the mean).

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "fastreduce/detail/axis_fast.cuh"
+#include "fastreduce/detail/segment_runs.hpp"
 
 namespace fastreduce::engine {
 
@@ -110,21 +111,6 @@ __device__ __forceinline__ std::size_t segment_of_piece(const unsigned long long
     hi = part_end < hi ? part_end : hi;
   }
   return lo;
-}
-
-// The run of pieces [first, last) of worker w of `workers` (at most the grid's warps; fewer when
-// there are few pieces, so that each run has at least kMinRun of them).
-inline constexpr unsigned kMinRun = 2;
-struct PieceRun {
-  unsigned long long first, last;
-};
-__device__ __forceinline__ std::size_t active_workers(unsigned long long total, std::size_t warps) {
-  const unsigned long long wanted = (total + kMinRun - 1) / kMinRun;
-  return wanted < warps ? static_cast<std::size_t>(wanted > 0 ? wanted : 1) : warps;
-}
-__device__ __forceinline__ PieceRun piece_run(unsigned long long total, std::size_t w, std::size_t workers) {
-  if (w >= workers) return {total, total};
-  return {total * w / workers, total * (w + 1) / workers};
 }
 
 // The part of segment s in a run: its pieces [first, last), counted from the segment's first
