@@ -446,14 +446,16 @@ TEST(Exact, SegmentsMatchTheReference) {
 
 // Segments are cut into runs of tiles, one run a warp, and a segment cut by the runs is joined
 // from rows of limbs: its bits must not depend on the grid. More segments than one block scans
-// (the counting kernel and CUB's scan), most of them short, a few long ones that span many runs
-// even on one block's eight warps, starts off 16-byte alignment; in Mode::Exact against the
+// (the counting kernel and CUB's scan), most of them short, some empty or reversed (end before
+// begin), six of 2^20 elements and more, and one of nearly the whole input (2048 tiles: on three
+// blocks' 24 warps, about 9,000 pieces in runs of about 370, it holds whole runs, which leave only
+// head rows, and its join adds several), starts off 16-byte alignment; in Mode::Exact against the
 // reference, in Mode::Reproducible against the 1-D reproducible sum of the segment alone, on
 // grids of 1, 3 and every block.
 template <class T>
 void check_segments_on_every_grid(fr::Mode mode) {
   FASTREDUCE_REQUIRE_GPU();
-  const std::size_t n = (std::size_t(1) << 21) + 5;
+  const std::size_t n = (std::size_t(1) << 23) + 5;
   const std::vector<T> host = exact_data<T>(mode == fr::Mode::Exact ? 2 : 1, n, test_seed());  // wide range; normal
   DeviceBuffer<T> in(n);
   CUDA_OK(cudaMemcpy(in.get(), host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
@@ -461,12 +463,14 @@ void check_segments_on_every_grid(fr::Mode mode) {
   const std::size_t count = 5003;
   std::vector<std::int64_t> begin(count), end(count);
   for (std::size_t s = 0; s < count; ++s) {
-    const std::size_t length = s % 997 == 3 ? (std::size_t(1) << 20) + rng() % 9000  // 257 or more tiles
+    const std::size_t length = s == 1         ? n - 1 - rng() % 7                           // 2048 tiles
+                               : s % 997 == 3 ? (std::size_t(1) << 20) + rng() % 9000  // 257 or more tiles
                                : s % 101 == 9 ? 4096 * (1 + rng() % 8) - 1 + rng() % 3  // about a tile or eight
                                : s % 13 == 0  ? 0
                                               : rng() % 200;
     begin[s] = std::int64_t(rng() % (n - length));
     end[s] = begin[s] + std::int64_t(length);
+    if (s % 37 == 11 && begin[s] > 0) end[s] = begin[s] - 1;  // reversed: empty
   }
   DeviceBuffer<std::int64_t> d_begin(count), d_end(count);
   CUDA_OK(cudaMemcpy(d_begin.get(), begin.data(), count * 8, cudaMemcpyHostToDevice));
@@ -492,7 +496,7 @@ void check_segments_on_every_grid(fr::Mode mode) {
   }
   std::size_t bad = 0;
   for (std::size_t s = 0; s < count && bad < 5; ++s) {
-    const std::size_t length = std::size_t(end[s] - begin[s]);
+    const std::size_t length = end[s] > begin[s] ? std::size_t(end[s] - begin[s]) : 0;
     for (std::size_t g = 1; g < results.size(); ++g) {
       if (!same_bits(results[g][s], results[0][s])) {
         ++bad;
