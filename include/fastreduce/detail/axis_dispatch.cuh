@@ -541,6 +541,13 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   std::size_t scan_bytes = 0;
   // Two inputs equally aligned, or one: the vector kernels.
   const bool vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
+  // Past one block's scan, the pieces are scanned by CUB (the balanced kernels: fast, reproducible
+  // and exact; not the ordered ones).
+  if ((repro_sum || R::commutative) && count > kOneBlockScanMax) {
+    if (cudaError_t f = inclusive_scan_pieces(nullptr, scan_bytes, nullptr, nullptr, count, stream); f != cudaSuccess) {
+      return fail(f, "segment scan size query");
+    }
+  }
   if (repro_sum) {
     if constexpr (is_exact_sum_v<R>) {
       using A = acc_t<T, Sum>;
@@ -554,11 +561,6 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
             device, join);
       });
       if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
-      if (count > kOneBlockScanMax) {
-        if (cudaError_t f = inclusive_scan_pieces(nullptr, scan_bytes, nullptr, nullptr, count, stream); f != cudaSuccess) {
-          return fail(f, "segment scan size query");
-        }
-      }
       // Two rows of limbs per warp of the grid (a head and a tail).
       plan = plan_segments(count, primitives::kExactRowWords<A> * sizeof(unsigned long long), scan_bytes, sms,
                            main.blocks_per_sm, opt.max_blocks);
@@ -577,11 +579,6 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       return kernel_facts<segments_join_kernel<R>, kAxisThreads>(device, join);
     });
     if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
-    if (count > kOneBlockScanMax) {
-      if (cudaError_t f = inclusive_scan_pieces(nullptr, scan_bytes, nullptr, nullptr, count, stream); f != cudaSuccess) {
-        return fail(f, "segment scan size query");
-      }
-    }
     plan = plan_segments(count, sizeof(P), scan_bytes, sms, main.blocks_per_sm, opt.max_blocks);
     if constexpr (kScalarVariant<R>) {
       // Two inputs may be read by vectors or not: storage for the slots of either grid.

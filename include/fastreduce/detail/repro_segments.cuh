@@ -125,13 +125,10 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_join_kernel(Repr
     const std::size_t w = first + warp;
     std::size_t segment = kNone, last = 0;
     if (w < workers) {
-      const PieceRun run = piece_run(total, w, workers);
-      const std::size_t s = segment_of_piece(args.scan, args.count, run.last - 1, lane);
-      const unsigned long long through = __ldcg(args.scan + s);
-      const unsigned long long before = s > 0 ? __ldcg(args.scan + s - 1) : 0;
-      if (through > run.last && before >= run.first) {  // cut after, and started here
-        segment = s;
-        last = worker_of_piece(total, workers, through - 1);  // the last run it reaches
+      const CutSegment cut = segment_cut_after(args.scan, args.count, piece_run(total, w, workers), lane);
+      if (cut.found) {
+        segment = cut.segment;
+        last = worker_of_piece(total, workers, cut.through - 1);  // the last run it reaches
       }
     }
     if (lane == 0) {

@@ -137,6 +137,22 @@ __device__ __forceinline__ void for_each_segment_part(const unsigned long long* 
   }
 }
 
+// The segment that starts in a (non-empty) run and continues past its end, if any: the one the
+// join kernels finish from that run. `through`: the pieces of the segments up to it, itself
+// included. Every lane of the warp calls it and gets the answer.
+struct CutSegment {
+  bool found;
+  std::size_t segment;
+  unsigned long long through;
+};
+__device__ __forceinline__ CutSegment segment_cut_after(const unsigned long long* scan, std::size_t count,
+                                                        const PieceRun& run, unsigned lane) {
+  const std::size_t s = segment_of_piece(scan, count, run.last - 1, lane);
+  const unsigned long long through = __ldcg(scan + s);
+  const unsigned long long before = s > 0 ? __ldcg(scan + s - 1) : 0;
+  return {through > run.last && before >= run.first, s, through};  // cut after, and started here
+}
+
 template <class R, class Offset>
 struct SegmentArgs {
   inputs_t<R> in;
@@ -193,10 +209,10 @@ __global__ void __launch_bounds__(kAxisThreads) segments_join_kernel(const unsig
   const std::size_t workers = active_workers(total, warps);
   const PieceRun run = piece_run(total, w, workers);
   if (run.first >= run.last) return;
-  const std::size_t s = segment_of_piece(scan, count, run.last - 1, lane);
-  const unsigned long long through = __ldcg(scan + s);
-  const unsigned long long before = s > 0 ? __ldcg(scan + s - 1) : 0;
-  if (through <= run.last || before < run.first) return;  // not cut after, or not started here
+  const CutSegment cut = segment_cut_after(scan, count, run, lane);
+  if (!cut.found) return;
+  const std::size_t s = cut.segment;
+  const unsigned long long through = cut.through;
   P acc = r.partial_identity();
   for (std::size_t next = w + 1 + lane; next < workers; next += 32) {
     const PieceRun q = piece_run(total, next, workers);
