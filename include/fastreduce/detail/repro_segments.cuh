@@ -79,6 +79,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegm
     const bool aligned = reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
     ExactSum<A> exact;
     if constexpr (std::is_same_v<A, float>) {
+      __syncwarp();  // every lane has read the previous segment's limbs (into) before they are zeroed
       primitives::LaneExact lane_exact(lane_limbs[warp], lane);
       add_float_tiles<T, Exact, Abs>(lane_exact, p, n, t1, t0, 1, aligned, lane);
       lane_exact.into(exact);
