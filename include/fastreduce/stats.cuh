@@ -66,7 +66,7 @@ engine::MomentsReduction<T, engine::AsIs> reduction_of(std::type_identity<T>, co
 }
 template <class T>
   requires stats::statistic_input<T>
-engine::MomentsReduction<T, engine::MeanOf<stat_t<T>>> reduction_of(std::type_identity<T>, const Mean&) {
+engine::mean_reduction<T> reduction_of(std::type_identity<T>, const Mean&) {
   return {};
 }
 template <class T>

@@ -238,7 +238,7 @@ TEST(ExactOps, Bfloat16NormL1IsTheExactSumOfMagnitudes) { check_l1_every_data_se
 namespace {
 
 template <class T>
-using MeanR = eng::MomentsReduction<T, eng::MeanOf<fr::stat_t<T>>>;
+using MeanR = eng::mean_reduction<T>;
 
 // The reproducible 1-D mean of `e` (copied to the device).
 template <class T>
