@@ -134,6 +134,42 @@ TEST(Moments, EveryTypeEdgeSizesAndOffsets) {
   }
 }
 
+// The mean's two reductions on the integer types the test above leaves out: the sum and count
+// (8, 16 and 32 bits) and the moments (64 bits, whose values a double sum would round).
+namespace {
+template <class T>
+void check_integer_mean(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto host = random_values<T>(n, rng);
+  auto d = to_device(host);
+  const auto ref = quad_moments(widened(host, 0, n).data(), n);
+  const double scale = std::sqrt(ref.m2 / std::max<double>(double(n), 1)) + std::fabs(ref.mean);
+  EXPECT_LE(std::fabs(double(fr::mean(d.get(), n)) - ref.mean), 1e-13 * scale) << "n=" << n;
+}
+}  // namespace
+
+TEST(Moments, MeanOfEveryIntegerTypeAndOfWideInt64) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : {std::size_t(1), std::size_t(33), std::size_t(4099), (std::size_t(1) << 20) + 3}) {
+    check_integer_mean<std::int8_t>(n, test_seed() + 10);
+    check_integer_mean<std::int16_t>(n, test_seed() + 11);
+    check_integer_mean<std::uint16_t>(n, test_seed() + 12);
+    check_integer_mean<std::uint32_t>(n, test_seed() + 13);
+    check_integer_mean<std::uint64_t>(n, test_seed() + 14);
+  }
+  // A constant of more than 53 bits: its mean is the constant rounded to double, exactly (the
+  // moments' shift; a double sum of 2^20 copies would round).
+  const std::size_t n = (std::size_t(1) << 20) + 3;
+  const std::int64_t c = (std::int64_t(1) << 62) + 12345;
+  std::vector<std::int64_t> host(n, c);
+  auto d = to_device(host);
+  EXPECT_EQ(fr::mean(d.get(), n), static_cast<double>(c));
+  const std::uint64_t u = (std::uint64_t(1) << 63) + (std::uint64_t(1) << 40) + 7;
+  std::vector<std::uint64_t> hu(n, u);
+  auto du = to_device(hu);
+  EXPECT_EQ(fr::mean(du.get(), n), static_cast<double>(u));
+}
+
 TEST(Moments, RobustOnALargeMeanAndATinySpread) {
   FASTREDUCE_REQUIRE_GPU();
   for (std::size_t n : {std::size_t(1000), (std::size_t(1) << 20) + 3, quick() ? std::size_t(65537) : std::size_t(20000003)}) {

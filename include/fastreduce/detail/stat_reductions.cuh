@@ -120,8 +120,8 @@ struct MeanOf {
   __host__ __device__ O operator()(const Moments<double>& m) const { return static_cast<O>(m.mean()); }
 };
 
-// The mean of inputs whose sum cannot overflow a double (every statistic input but double: floats
-// and halves below 2^128, integers below 2^64, at most 2^40 of them): the sum in double and the
+// The mean of inputs whose sum cannot overflow a double (floats and halves below 2^128, integers
+// of up to 32 bits, at most 2^40 of them): the sum in double and the
 // count, divided once when written. Beside the moments it reads no shift per unit of work,
 // divides nothing per unit, and keeps a 16-byte state: on an H100 (2^24 floats) the moments' mean
 // ran at 67-87% of Sum's GB/s on columns of 4 to 256 and of 2^20 and more.
@@ -140,8 +140,12 @@ struct SumMeanReduction {
   static constexpr bool commutative = true;
   static constexpr bool order_independent = false;
   // As the moments: one state a thread, four blocks an SM on the warp-per-row and columns
-  // kernels. Four states a thread (the norms' choice) made bfloat16 rows of 1024 slower on an
-  // H100: 2^28 elements, 236.6 us against 174.8 (the moments' mean: 201.4).
+  // kernels. On an H100 (one run, float and bfloat16 rows and columns of 4 to 2^20 at 2^24 and
+  // 2^28) this kept 52 of 68 shapes at 90% of Sum's GB/s or more, against 43 to 48 for one, two
+  // or four states without the columns bound (the bound spills 12-28 bytes, yet float columns
+  // of 4 to 256 ran at 94-98% of Sum with it, 84-88% without), and rows of bfloat16 need the
+  // rows bound (2^28 in rows of 1024: 175 us, 231-237 without). Two states: the same on every
+  // shape but long rows (faster at 2^28, slower at 2^24) and bfloat16 1-D at 2^28 (4% faster).
   static constexpr unsigned folds = 1;
   static constexpr unsigned kWarpRowsMinBlocks = 4;
   static constexpr unsigned kColumnsMinBlocks = 4;
@@ -178,11 +182,14 @@ struct SumMeanReduction {
   }
 };
 
-// The mean's reduction: the moments for doubles (whose sum may overflow where the mean does not),
-// the sum and count for every other input.
+// The mean's reduction: the moments for doubles (whose sum may overflow where the mean does not)
+// and 64-bit integers (whose values a double sum would round: the moments' shift keeps a constant
+// input's mean exact), the sum and count for every other input.
 template <class T>
 using mean_reduction =
-    std::conditional_t<std::is_same_v<T, double>, MomentsReduction<double, MeanOf<double>>, SumMeanReduction<T>>;
+    std::conditional_t<std::is_same_v<T, double>, MomentsReduction<double, MeanOf<double>>,
+                       std::conditional_t<std::is_integral_v<T> && sizeof(T) == 8, MomentsReduction<T, MeanOf<double>>,
+                                          SumMeanReduction<T>>>;
 
 // Mode::Reproducible and Mode::Exact: the mean of floating-point inputs is the reproducible
 // (exact) sum divided by the count, on the sums' own kernels, rounded once from the quotient.
