@@ -157,17 +157,27 @@ TEST(Moments, MeanOfEveryIntegerTypeAndOfWideInt64) {
     check_integer_mean<std::uint32_t>(n, test_seed() + 13);
     check_integer_mean<std::uint64_t>(n, test_seed() + 14);
   }
-  // A constant of more than 53 bits: its mean is the constant rounded to double, exactly (the
-  // moments' shift; a double sum of 2^20 copies would round).
+  // 64-bit integers near 2^52: the moments' mean is the exact mean rounded once (a shift and small
+  // offsets); a double sum and count is 1 ulp off on both data sets (an H100, 2^20 + 3 elements).
   const std::size_t n = (std::size_t(1) << 20) + 3;
-  const std::int64_t c = (std::int64_t(1) << 62) + 12345;
-  std::vector<std::int64_t> host(n, c);
-  auto d = to_device(host);
-  EXPECT_EQ(fr::mean(d.get(), n), static_cast<double>(c));
-  const std::uint64_t u = (std::uint64_t(1) << 63) + (std::uint64_t(1) << 40) + 7;
-  std::vector<std::uint64_t> hu(n, u);
-  auto du = to_device(hu);
-  EXPECT_EQ(fr::mean(du.get(), n), static_cast<double>(u));
+  std::vector<std::int64_t> host(n);
+  std::vector<std::uint64_t> unsigned_host(n);
+  for (int set = 0; set < 2; ++set) {
+    for (std::size_t i = 0; i < n; ++i) {
+      host[i] = set == 0 ? (std::int64_t(1) << 52) + std::int64_t(i % 3)
+                         : (std::int64_t(3) << 51) + std::int64_t((i * 2654435761u) % 4096);
+      unsigned_host[i] = static_cast<std::uint64_t>(host[i]);
+    }
+    __int128 sum = 0;
+    for (const auto x : host) sum += x;
+    const __int128 whole = sum / static_cast<__int128>(n), rest = sum % static_cast<__int128>(n);
+    // The exact mean whole + rest / n rounded to double (far from a tie on both sets).
+    const double want = static_cast<double>(static_cast<long double>(whole) + static_cast<long double>(rest) / n);
+    auto d = to_device(host);
+    EXPECT_EQ(fr::mean(d.get(), n), want) << "set " << set;
+    auto du = to_device(unsigned_host);
+    EXPECT_EQ(fr::mean(du.get(), n), want) << "set " << set << " (uint64)";
+  }
 }
 
 TEST(Moments, RobustOnALargeMeanAndATinySpread) {
