@@ -17,6 +17,8 @@
 // underflows, and a float result is the double result rounded once. A double L2 norm scales its
 // squares by powers of two (Blue's three accumulators), so it is right from the smallest subnormal
 // to the largest finite double. Integer dot products are exact modulo 2^64 (std::int64_t).
+// `Mean` of float, half, bfloat16, bool and 8- and 16-bit integers is their sum in double divided
+// by their count; of doubles and wider integers, the moments' mean below.
 //
 // The variance is numerically robust: each unit of work (a block's share of the input, a row or a
 // piece of one, a column, a segment piece) sums its elements' offsets from one of its elements (a

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -134,31 +135,70 @@ TEST(Moments, EveryTypeEdgeSizesAndOffsets) {
   }
 }
 
-// The mean's two reductions on the integer types the test above leaves out: the sum and count
-// (8, 16 and 32 bits) and the moments (64 bits, whose values a double sum would round).
+// The mean's two reductions on the integer types the test above leaves out, over each type's whole
+// range: the sum and count (bool, 8 and 16 bits) and the moments (32 and 64 bits).
 namespace {
+// bool's values are held as bytes (0 or 1): std::vector<bool> has no contiguous storage.
+template <class T>
+using Held = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+
+template <class T>
+std::vector<Held<T>> full_range_values(std::size_t n, std::mt19937_64& rng) {
+  std::vector<Held<T>> v(n);
+  if constexpr (std::is_same_v<T, bool>) {
+    for (auto& x : v) x = static_cast<std::uint8_t>(rng() & 1);
+  } else if constexpr (std::is_signed_v<T>) {
+    std::uniform_int_distribution<long long> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  } else {
+    std::uniform_int_distribution<unsigned long long> d(0, std::numeric_limits<T>::max());
+    for (auto& x : v) x = static_cast<T>(d(rng));
+  }
+  return v;
+}
+
 template <class T>
 void check_integer_mean(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const auto host = random_values<T>(n, rng);
+  const auto host = full_range_values<T>(n, rng);
   auto d = to_device(host);
   const auto ref = quad_moments(widened(host, 0, n).data(), n);
   const double scale = std::sqrt(ref.m2 / std::max<double>(double(n), 1)) + std::fabs(ref.mean);
-  EXPECT_LE(std::fabs(double(fr::mean(d.get(), n)) - ref.mean), 1e-13 * scale) << "n=" << n;
+  const double mean = fr::mean(reinterpret_cast<const T*>(d.get()), n);
+  if (n == 0) EXPECT_TRUE(std::isnan(mean));
+  else EXPECT_LE(std::fabs(mean - ref.mean), 1e-13 * scale) << "n=" << n;
+}
+
+// A constant's mean is the constant (as a double), exactly.
+template <class T>
+void check_constant_mean(T c, std::size_t n) {
+  const std::vector<T> host(n, c);
+  auto d = to_device(host);
+  EXPECT_EQ(fr::mean(d.get(), n), static_cast<double>(c)) << "n=" << n << " c=" << +c;
 }
 }  // namespace
 
 TEST(Moments, MeanOfEveryIntegerTypeAndOfWideInt64) {
   FASTREDUCE_REQUIRE_GPU();
-  for (std::size_t n : {std::size_t(1), std::size_t(33), std::size_t(4099), (std::size_t(1) << 20) + 3}) {
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(33), std::size_t(4099), (std::size_t(1) << 20) + 3}) {
+    check_integer_mean<bool>(n, test_seed() + 9);
     check_integer_mean<std::int8_t>(n, test_seed() + 10);
     check_integer_mean<std::int16_t>(n, test_seed() + 11);
     check_integer_mean<std::uint16_t>(n, test_seed() + 12);
     check_integer_mean<std::uint32_t>(n, test_seed() + 13);
     check_integer_mean<std::uint64_t>(n, test_seed() + 14);
   }
-  // 64-bit integers near 2^52: the moments' mean is the exact mean rounded once (a shift and small
-  // offsets); a double sum and count is 1 ulp off on both data sets (an H100, 2^20 + 3 elements).
+  // Constants at each type's end (a double sum of 2^23 + 1 copies of a 32-bit value near 2^31
+  // rounds; the moments' shift does not).
+  const std::size_t big = (std::size_t(1) << 23) + 1;
+  check_constant_mean<std::int8_t>(-128, big);
+  check_constant_mean<std::uint16_t>(65535, big);
+  check_constant_mean<std::int32_t>(2147483647, big);
+  check_constant_mean<std::int32_t>(-2147483647 - 1, big);
+  check_constant_mean<std::uint32_t>(4294967295u, big);
+  // 64-bit integers near 2^52: the moments' mean is the exact mean rounded once on these two
+  // data sets (a shift and small offsets); a double sum and count is 1 ulp off on both (an H100,
+  // 2^20 + 3 elements).
   const std::size_t n = (std::size_t(1) << 20) + 3;
   std::vector<std::int64_t> host(n);
   std::vector<std::uint64_t> unsigned_host(n);
@@ -171,7 +211,8 @@ TEST(Moments, MeanOfEveryIntegerTypeAndOfWideInt64) {
     __int128 sum = 0;
     for (const auto x : host) sum += x;
     const __int128 whole = sum / static_cast<__int128>(n), rest = sum % static_cast<__int128>(n);
-    // The exact mean whole + rest / n rounded to double (far from a tie on both sets).
+    // The exact mean whole + rest / n rounded to double (0.0027 from a tie on set 1: far above
+    // the long double's error).
     const double want = static_cast<double>(static_cast<long double>(whole) + static_cast<long double>(rest) / n);
     auto d = to_device(host);
     EXPECT_EQ(fr::mean(d.get(), n), want) << "set " << set;

@@ -120,11 +120,12 @@ struct MeanOf {
   __host__ __device__ O operator()(const Moments<double>& m) const { return static_cast<O>(m.mean()); }
 };
 
-// The mean of inputs whose sum cannot overflow a double (floats and halves below 2^128, integers
-// of up to 32 bits, at most 2^40 of them): the sum in double and the
-// count, divided once when written. Beside the moments it reads no shift per unit of work,
-// divides nothing per unit, and keeps a 16-byte state: on an H100 (2^24 floats) the moments' mean
-// ran at 67-87% of Sum's GB/s on columns of 4 to 256 and of 2^20 and more.
+// The mean of inputs whose double sum is exact or cannot overflow (floats and halves below
+// 2^128; bool and integers of 8 and 16 bits, whose partial sums stay integers below 2^53 up to
+// 2^37 elements): the sum in double and the count, divided once when written. Beside the moments
+// it reads no shift per unit of work, divides nothing per unit, and keeps a 16-byte state: on an
+// H100 (2^24 floats) the moments' mean ran at 67-87% of Sum's GB/s on columns of 4 to 256 and of
+// 2^20 and more.
 struct SumCount {
   double sum;
   std::int64_t count;
@@ -183,12 +184,13 @@ struct SumMeanReduction {
 };
 
 // The mean's reduction: the moments for doubles (whose sum may overflow where the mean does not)
-// and 64-bit integers (whose values a double sum would round: the moments' shift keeps a constant
-// input's mean exact), the sum and count for every other input.
+// and integers of 32 bits and more (a double sum of 32-bit values near 2^31 rounds from about
+// 2^22 elements, of 64-bit values near 2^52 from two; the moments' shift and small offsets keep a
+// constant input's mean exact), the sum and count for every other input.
 template <class T>
 using mean_reduction =
     std::conditional_t<std::is_same_v<T, double>, MomentsReduction<double, MeanOf<double>>,
-                       std::conditional_t<std::is_integral_v<T> && sizeof(T) == 8, MomentsReduction<T, MeanOf<double>>,
+                       std::conditional_t<std::is_integral_v<T> && (sizeof(T) >= 4), MomentsReduction<T, MeanOf<double>>,
                                           SumMeanReduction<T>>>;
 
 // Mode::Reproducible and Mode::Exact: the mean of floating-point inputs is the reproducible
