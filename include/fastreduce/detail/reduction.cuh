@@ -230,6 +230,18 @@ __host__ __device__ __forceinline__ auto apply(const F& f, std::size_t i, const 
   else return f(x...);
 }
 
+// A vector's values combined pairwise in index order ((0, 1), (2, 3), ..., then (0, 2), ...),
+// into lanes[0]: the order of every reduction's fold_vec that meets its elements pairwise.
+template <class A, unsigned V, class Op>
+__device__ __forceinline__ A pairwise_in_order(A (&lanes)[V], const Op& op) {
+#pragma unroll
+  for (unsigned width = 1; width < V; width *= 2) {
+#pragma unroll
+    for (unsigned k = 0; k + width < V; k += 2 * width) lanes[k] = op(lanes[k], lanes[k + width]);
+  }
+  return lanes[0];
+}
+
 // What is written: the total as it is.
 struct AsIs {
   template <class R>
@@ -267,7 +279,7 @@ struct Transformed {
     R lanes[V];
 #pragma unroll
     for (unsigned k = 0; k < V; ++k) lanes[k] = element(i + k, v.elem[k]);
-    return op(s, pairwise(lanes));
+    return op(s, pairwise_in_order(lanes, op));
   }
   template <unsigned V, class UU = U>
     requires(!std::is_same_v<UU, NoInput>)
@@ -276,16 +288,7 @@ struct Transformed {
     R lanes[V];
 #pragma unroll
     for (unsigned k = 0; k < V; ++k) lanes[k] = element(i + k, v.elem[k], w.elem[k]);
-    return op(s, pairwise(lanes));
-  }
-  template <unsigned V>
-  __device__ __forceinline__ R pairwise(R (&lanes)[V]) const {
-#pragma unroll
-    for (unsigned width = 1; width < V; width *= 2) {
-#pragma unroll
-      for (unsigned k = 0; k + width < V; k += 2 * width) lanes[k] = op(lanes[k], lanes[k + width]);
-    }
-    return lanes[0];
+    return op(s, pairwise_in_order(lanes, op));
   }
   __device__ __forceinline__ R value(const R& s) const { return s; }
   __device__ __forceinline__ R combine(const R& a, const R& b) const { return op(a, b); }

@@ -162,12 +162,8 @@ struct SumMeanReduction {
     double lanes[V];
 #pragma unroll
     for (unsigned k = 0; k < V; ++k) lanes[k] = stats::widen(v.elem[k]);
-#pragma unroll
-    for (unsigned width = 1; width < V; width *= 2) {
-#pragma unroll
-      for (unsigned k = 0; k + width < V; k += 2 * width) lanes[k] += lanes[k + width];
-    }
-    return {s.sum + lanes[0], s.count + static_cast<std::int64_t>(V)};
+    const double sum = pairwise_in_order(lanes, [](double a, double b) { return a + b; });
+    return {s.sum + sum, s.count + static_cast<std::int64_t>(V)};
   }
   __device__ __forceinline__ SumCount value(const SumCount& s) const { return s; }
   __device__ __forceinline__ SumCount combine(const SumCount& a, const SumCount& b) const {
