@@ -67,6 +67,15 @@ std::size_t pieces_for(std::size_t base, std::size_t extent, std::size_t min_pie
   const std::size_t want = ceil_div(2 * resident, base);
   return std::max<std::size_t>(1, std::min(want, ceil_div(extent, std::max<std::size_t>(min_piece, 1))));
 }
+
+// Pieces of each of `rows` rows, for a block a piece: as many as keep rows * pieces within two
+// waves of the resident blocks (pieces_for rounds up, past them). Measured on an H100: 64 rows of
+// 2^22 bfloat16 on 528 resident blocks ran 7% faster in 16 pieces a row (1.94 waves) than in 17
+// (2.06); 1024 rows of 2^18 floats on 1056, 4% faster in 2 (1.94) than in 3 (2.91).
+std::size_t row_pieces_for(std::size_t rows, std::size_t length, std::size_t min_piece, std::size_t resident) {
+  const std::size_t pieces = pieces_for(rows, length, min_piece, resident);
+  return pieces == 1 ? 1 : std::max<std::size_t>(1, std::min(pieces, 2 * resident / rows));
+}
 }  // namespace
 
 const char* axis_path_name(AxisPath path) {
@@ -181,7 +190,7 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       break;
     case AxisPath::RowsBlock: {
       const std::size_t min_piece = std::max<std::size_t>(kAxisPolicy.row_piece_min_bytes / elem_size, v);
-      cut_into_pieces(plan, layout.length, pieces_for(outputs, layout.length, min_piece, resident), v,
+      cut_into_pieces(plan, layout.length, row_pieces_for(outputs, layout.length, min_piece, resident), v,
                       outputs * acc_size);
       plan.items = outputs * plan.chunks;
       plan.grid = grid_for(plan.items, 1, max_blocks);

@@ -257,17 +257,30 @@ struct RowsArgs {
 };
 
 // Rows whose elements are contiguous: a warp (Group 32) or the block (Group kAxisThreads) per
-// row or piece of a row.
-// A warp per row is latency-bound: the built-in float sums and extremes keep eight blocks an SM
-// (32 registers a thread; at 33 to 40 it is six, 7% slower on rows of 256 floats on an H100). A
-// reduction may name its own bound (kWarpRowsMinBlocks: Mode::Exact's check, exact_axis.cuh).
+// row or piece of a row. Each kernel's bound on blocks an SM (0 emits none, which is not the same
+// code as 1: ptxas gave the block-per-row float sum 48 registers under 1 and 32 under none):
+// - a warp per row is latency-bound: the built-in ops of float inputs keep eight blocks an SM
+//   (32 registers a thread; at 33 to 40 it is six, 7% slower on rows of 256 floats on an H100);
+//   for half and bfloat16 inputs eight spills 4 to 12 bytes: rows of 1024 to 4096 bfloat16 ran
+//   2-12% slower than with none (40 registers, six blocks), rows of 256 3-7% faster;
+// - a block per row streams: none for the built-in ops (as the kernel had), except half and
+//   bfloat16 inputs, whose sums and extremes ran 2-6% faster at 53 registers under 1 than at 40
+//   under none;
+// - other reductions: 1, or their own kWarpRowsMinBlocks (Mode::Exact's check, exact_axis.cuh;
+//   the mean, stat_reductions.cuh).
 template <class R>
 constexpr unsigned warp_rows_min_blocks() {
   if constexpr (requires { R::kWarpRowsMinBlocks; }) return R::kWarpRowsMinBlocks;
-  else return is_builtin_v<R> && std::is_same_v<typename R::Acc, float> ? 8 : 1;
+  else if constexpr (!is_builtin_v<R>) return 1;
+  else return std::is_same_v<typename R::Acc, float> && sizeof(typename R::Input) == 4 ? 8 : 0;
+}
+template <class R>
+constexpr unsigned block_rows_min_blocks() {
+  if constexpr (!is_builtin_v<R>) return 1;
+  else return sizeof(typename R::Input) == 2 ? 1 : 0;
 }
 template <unsigned Group, class R>
-inline constexpr unsigned kRowsMinBlocks = Group == 32 ? warp_rows_min_blocks<R>() : 1;
+inline constexpr unsigned kRowsMinBlocks = Group == 32 ? warp_rows_min_blocks<R>() : block_rows_min_blocks<R>();
 // The columns kernel's bound: a reduction's kColumnsMinBlocks, else none (0 emits no bound, as
 // the kernel had; 1, unlike the rows kernel's, would change the built-in ops' code).
 template <class R>
