@@ -138,15 +138,15 @@ TEST(AxisPlan, FewLongRowsAndColumnsArePieced) {
   EXPECT_LT(std::size_t(rows.chunks - 1) * rows.chunk, std::size_t(1) << 24);
   EXPECT_EQ(rows.temp_bytes, 4u * rows.chunks * 4u);
   EXPECT_GE(rows.items, 2u * 132 * 8);
-  // Pieces within two waves of the resident blocks: 64 rows of 2^22 bfloat16 on 132 SMs x 4
-  // blocks take 16 pieces a row (1024 blocks), not 17 (1088: 2.06 waves of 528) ...
+  // Pieces whose last wave wastes least: 64 rows of 2^22 bfloat16 on 132 SMs x 4 blocks take 16
+  // pieces a row (1024 blocks), not 17 (1088: 2.06 waves of 528) ...
   const auto cut = eng::plan_axis(eng::AxisPath::RowsBlock, resolved({.outer = 64, .length = std::size_t(1) << 22}), 2,
                                   4, 132, 4, 0, 0);
   EXPECT_EQ(cut.chunks, 16u);
   EXPECT_EQ(cut.items, 1024u);
   EXPECT_EQ(std::size_t(cut.chunks) * cut.chunk, std::size_t(1) << 22);
   // ... 256 rows of 2^20 floats on 132 x 8 take 8 (2048 blocks), not 9, and 1024 rows of 2^18
-  // take 2, not 3; 16 rows of 2^20 floats take 128 (pieces of at least 32 KB), within two waves.
+  // take 2, not 3; 16 rows of 2^20 floats take 128 (pieces of at least 32 KB).
   const auto pieces = [](std::size_t rows, std::size_t length) {
     return eng::plan_axis(eng::AxisPath::RowsBlock, resolved({.outer = rows, .length = length}), 4, 4, 132, 8, 0, 0).chunks;
   };
@@ -154,6 +154,8 @@ TEST(AxisPlan, FewLongRowsAndColumnsArePieced) {
   EXPECT_EQ(pieces(1024, std::size_t(1) << 18), 2u);
   EXPECT_EQ(pieces(16, std::size_t(1) << 20), 128u);
   EXPECT_EQ(pieces(3000, 5000), 1u);
+  // Between one and two waves' worth of rows: 2 pieces (2.08 waves of halves), not whole rows.
+  EXPECT_EQ(pieces(1100, std::size_t(1) << 18), 2u);
   // Many rows: one piece each.
   const auto many = eng::plan_axis(eng::AxisPath::RowsBlock, resolved({.outer = 100000, .length = 5000}), 4, 4, 132, 8, 0, 0);
   EXPECT_EQ(many.chunks, 1u);

@@ -452,7 +452,8 @@ TEST(Exact, SegmentsMatchTheReference) {
 // head rows, and its join adds several), starts off 16-byte alignment; in Mode::Exact against the
 // reference, in Mode::Reproducible against the 1-D reproducible sum of the segment alone, on
 // grids of 1, 3 and every block. Quick mode (compute-sanitizer) takes a quarter of the input: the
-// long segment, 512 tiles, still spans every warp's run on three blocks.
+// long segment, 512 tiles, then spans two runs on three blocks and holds whole runs only on the
+// whole GPU's grid.
 template <class T>
 void check_segments_on_every_grid(fr::Mode mode) {
   FASTREDUCE_REQUIRE_GPU();

@@ -261,11 +261,12 @@ struct RowsArgs {
 // code as 1: ptxas gave the block-per-row float sum 48 registers under 1 and 32 under none):
 // - a warp per row is latency-bound: the built-in ops of float inputs keep eight blocks an SM
 //   (32 registers a thread; at 33 to 40 it is six, 7% slower on rows of 256 floats on an H100);
-//   for half and bfloat16 inputs eight spills 4 to 12 bytes: rows of 1024 to 4096 bfloat16 ran
-//   2-12% slower than with none (40 registers, six blocks), rows of 256 3-7% faster;
-// - a block per row streams: none for the built-in ops (as the kernel had), except half and
-//   bfloat16 inputs, whose sums and extremes ran 2-6% faster at 53 registers under 1 than at 40
-//   under none;
+//   the other built-in ops have none, as the kernel had before the one engine. For half and
+//   bfloat16 inputs eight spills 4 to 12 bytes: rows of 1024 to 4096 bfloat16 ran 2-12% slower
+//   than with none (40 registers, six blocks), rows of 256 3-7% faster;
+// - a block per row streams: none for the built-in ops (as the kernel had), except those of
+//   2-byte inputs (half, bfloat16, int16), which keep 1: bfloat16 sums and extremes ran 2-6%
+//   faster at 53 registers under 1 than at 40 under none;
 // - other reductions: 1, or their own kWarpRowsMinBlocks (Mode::Exact's check, exact_axis.cuh;
 //   the mean, stat_reductions.cuh).
 template <class R>
@@ -282,7 +283,7 @@ constexpr unsigned block_rows_min_blocks() {
 template <unsigned Group, class R>
 inline constexpr unsigned kRowsMinBlocks = Group == 32 ? warp_rows_min_blocks<R>() : block_rows_min_blocks<R>();
 // The columns kernel's bound: a reduction's kColumnsMinBlocks, else none (0 emits no bound, as
-// the kernel had; 1, unlike the rows kernel's, would change the built-in ops' code).
+// the kernel had; 1 would change the built-in ops' code, as it did the rows kernels').
 template <class R>
 constexpr unsigned columns_min_blocks() {
   if constexpr (requires { R::kColumnsMinBlocks; }) return R::kColumnsMinBlocks;
