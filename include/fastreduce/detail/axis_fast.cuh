@@ -273,7 +273,7 @@ template <class R>
 constexpr unsigned warp_rows_min_blocks() {
   if constexpr (requires { R::kWarpRowsMinBlocks; }) return R::kWarpRowsMinBlocks;
   else if constexpr (!is_builtin_v<R>) return 1;
-  else return std::is_same_v<typename R::Acc, float> && sizeof(typename R::Input) == 4 ? 8 : 0;
+  else return std::is_same_v<typename R::Input, float> ? 8 : 0;
 }
 template <class R>
 constexpr unsigned block_rows_min_blocks() {

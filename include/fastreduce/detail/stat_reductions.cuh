@@ -162,7 +162,7 @@ struct SumMeanReduction {
     double lanes[V];
 #pragma unroll
     for (unsigned k = 0; k < V; ++k) lanes[k] = stats::widen(v.elem[k]);
-    const double sum = pairwise_in_order(lanes, [](double a, double b) { return a + b; });
+    const double sum = pairwise_in_order(lanes, Sum{});
     return {s.sum + sum, s.count + static_cast<std::int64_t>(V)};
   }
   __device__ __forceinline__ SumCount value(const SumCount& s) const { return s; }
