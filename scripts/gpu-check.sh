@@ -236,8 +236,8 @@ if want gpus; then
   count=$(nvidia-smi -L 2>/dev/null | wc -l)
   list=1; for ((g = 2; g <= count; g *= 2)); do list="$list,$g"; done
   nvidia-smi topo -m > "$OUT/gpus_topology.txt" 2>&1
-  "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible --format json > "$OUT/bench_gpus.json" 2>"$OUT/bench_gpus.err" || status=1
-  "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible --repetitions 9 > "$OUT/bench_gpus.txt" 2>>"$OUT/bench_gpus.err" || status=1
+  "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible,exact --format json > "$OUT/bench_gpus.json" 2>"$OUT/bench_gpus.err" || status=1
+  "$BIN/fastreduce" bench --gpus "$list" --modes fast,reproducible,exact --repetitions 9 > "$OUT/bench_gpus.txt" 2>>"$OUT/bench_gpus.err" || status=1
   summary+=("multi-GPU bench on $count GPU(s): --gpus $list, $(grep -c '"collective_us"' "$OUT/bench_gpus.json") rows")
 fi
 if want exact; then

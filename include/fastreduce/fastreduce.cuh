@@ -71,7 +71,7 @@ namespace fastreduce {
 enum class Mode {
   Fast,          // one pass, deterministic for a given device model and Options
   Reproducible,  // float sums: same bits on any GPU, compensated accuracy; exact ops as they are
-  Exact,         // float sums: the exact sum rounded once (one GPU for now); exact ops as they are
+  Exact,         // float sums: the exact sum rounded once (and across GPUs: nccl.cuh); exact ops as they are
 };
 
 struct Options {

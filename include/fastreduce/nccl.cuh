@@ -23,11 +23,17 @@
 //     limbs add exactly in any order (an ncclAllReduce of 64-bit integers); the only data that
 //     moves are the first kReproTile elements of each shard (an all-gather of 16 or 32 KiB per
 //     rank), which complete the summation tile that a shard boundary cuts.
+//   - Mode::Exact, floating-point Sum: the exact sum of the whole array rounded once, so bitwise
+//     equal to the single-GPU Mode::Exact fastreduce::reduce (and to any correct exact sum), for
+//     any number of ranks, shard sizes and GPUs. Each rank sums its shard exactly into a carried
+//     row of integer limbs (about 0.3 KB for float, 0.8 KB for double); one ncclAllReduce of
+//     64-bit integers adds the rows, and every rank rounds the total. No element moves.
 //   - Integers, Min, Max and the bitwise ops are exact in every mode.
 //
-// The reproducible sum's enqueued work depends on a collective result, so a call makes two
-// collectives with kernels between them: call it from one thread (or process) per rank, not
-// inside ncclGroupStart/ncclGroupEnd. Blocking communicators only (a nonblocking one's
+// The reproducible sum's enqueued work depends on a collective result (two collectives with
+// kernels between them), and the exact sum's rounding kernel reads its all-reduce's result: call
+// them from one thread (or process) per rank, not inside ncclGroupStart/ncclGroupEnd, which
+// would defer the collectives past the kernels that need them. Blocking communicators only (a nonblocking one's
 // ncclInProgress is returned as cudaErrorNotSupported).
 //
 // The algorithm talks to the other ranks through a Transport: NCCL's communicator is one
@@ -134,9 +140,14 @@ class LocalGroup {
 // the call returns cudaErrorInvalidValue, and if the ranks' values disagree with their lengths
 // every output is NaN). Its cost: the ranks all-gather their first 4095 slices of every output
 // (rank count x 4095 x outer x inner elements), which complete the summation tiles that slice
-// boundaries cut, and all-reduce an exact accumulator per output (about 0.3 KB for float, 0.6 KB
+// boundaries cut, and all-reduce an exact accumulator per output (about 0.3 KB for float, 0.8 KB
 // for double): small beside the local pass when every rank holds many more than
 // rank count x 4096 slices.
+//
+// Mode::Exact floating-point sums give every output the exact sum rounded once (bitwise equal to
+// the single-GPU Mode::Exact reduce_axis of the whole array) and ignore `first`: an exact sum does
+// not depend on where a slice begins. Their cost: the all-reduce of an exact accumulator per
+// output, no elements moved.
 inline constexpr std::size_t kUnknownFirst = SIZE_MAX;
 
 namespace detail {
@@ -156,7 +167,11 @@ cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& 
 // fastreduce::reduce_async: d_temp == nullptr sets temp_bytes, which depends on n_local and the
 // rank count). Errors: those of fastreduce::reduce_async, and a failing NCCL call's (see
 // to_cuda_error). Mode::Reproducible sums at most 2^40 elements over all ranks; each rank checks
-// its own n_local, and a larger total gives NaN.
+// its own n_local, and a larger total gives NaN. Mode::Exact sums fewer than 2^40 elements per
+// rank (the total may be larger), over fewer than 2^21 ranks; a rank whose shard or output is wrong
+// (d_shard null or misaligned, d_out misaligned, a shard too large) joins the all-reduce before it
+// returns the error, and every rank's result is NaN. Errors of the size query, a null d_out and
+// a temp_bytes too small are returned at once, on that rank alone, as the other modes' are.
 template <class T, class Op = Sum>
   requires reducible<T, Op>
 cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,

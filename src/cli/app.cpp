@@ -127,7 +127,6 @@ std::optional<std::string> validate(const BenchOptions& o) {
   }
   for (const auto& m : o.modes) {
     if (!contains(kModes, m)) return "--modes: '" + m + "' is not one of fast, reproducible, exact";
-    if (m == "exact" && !o.gpus.empty()) return "--modes exact: the multi-GPU sum has no exact mode yet";
   }
   if (o.data != "default" && o.data != "wide") return "--data must be default or wide";
   if (o.data == "wide" && (engine_ops == 0 || !o.gpus.empty())) return "--data wide: for --ops sum,max on one GPU";

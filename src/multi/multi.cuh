@@ -1,7 +1,7 @@
 // The multi-rank reductions (fastreduce/nccl.cuh): a local engine pass, then the ranks' partials
 // meet through the Transport. Instantiated per input type in multi_*.cu.
 //
-// Fast mode (and every op but the reproducible floating-point Sum): the engine reduces the local
+// Fast mode (and every op but the reproducible and exact floating-point Sum): the engine reduces the local
 // shard (or slice) into a send buffer; an all-gather brings every rank's partials to every rank;
 // one kernel combines them in rank order.
 //
@@ -22,6 +22,13 @@
 //      bits are those of the single-GPU sum for any ranks and shard sizes.
 // The special-value flags (+inf, -inf, NaN seen) travel in the row's last word as three counts
 // of 21 bits, so that the integer sum keeps them apart.
+//
+// Mode::Exact floating-point Sum: the result is the exact sum of the elements, rounded once, so
+// it cannot depend on where the shards begin: no slot and no cut tile. A rank sums its shard with
+// the engine's exact kernels into rows of limbs (1-D: a row per block; axis: pieces per output),
+// adds them into one row per output, carried (every limb below the top within [-2^32, 2^32]: the
+// all-reduce then adds one bounded row per rank, however long the shards), and the integer
+// all-reduce and the rounding are those of the reproducible sum.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +62,18 @@ struct Carver {
     used += align_up(count * sizeof(U));
     return p;
   }
+  // Once every region is taken: the size query (base null) stores the bytes in temp_bytes
+  // (Query); a call's temp_bytes holds them (Ready) or not (Short).
+  enum class Settled { Query, Short, Ready };
+  Settled settle(std::size_t& temp_bytes) const {
+    if (base == nullptr) {
+      temp_bytes = used;
+      return Settled::Query;
+    }
+    return temp_bytes < used ? Settled::Short : Settled::Ready;
+  }
 };
+inline constexpr const char* kShortStorage = "temp_bytes is smaller than the size query gave";
 
 // ---------------------------------------------------------------------------------------------
 // Fast mode.
@@ -213,6 +231,27 @@ __host__ __device__ constexpr unsigned decode_flags(unsigned long long counts) {
          (((counts >> 42) & kField) != 0 ? unsigned(primitives::kNaN) : 0u);
 }
 
+// The row a rank sends when its own part failed after the other ranks may have entered the
+// collective: zero limbs and one NaN count, so every rank's result is NaN (the count cannot carry
+// into another flag's field below 2^21 ranks).
+__global__ inline void nan_rows_kernel(std::int64_t* rows, std::size_t words, unsigned row_words) {
+  for (std::size_t e = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; e < words; e += std::size_t(gridDim.x) * blockDim.x) {
+    rows[e] = e % row_words == row_words - 1 ? static_cast<std::int64_t>(encode_flags(primitives::kNaN)) : 0;
+  }
+}
+
+// Joins the all-reduce of `outputs` rows of kExactRowWords<A> words with NaN rows (their launch's
+// or the collective's own error is not reported: the caller returns the failure that led here).
+template <class A>
+void join_with_nan_rows(Transport& transport, std::int64_t* rows, std::int64_t* totals, std::size_t outputs,
+                        cudaStream_t stream) {
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  const std::size_t words = outputs * kWords;
+  const unsigned blocks = static_cast<unsigned>(std::clamp<std::size_t>((words + 255) / 256, 1, 1024));
+  (void)engine::launch(nan_rows_kernel, blocks, 256, 0, stream, false, rows, words, kWords);
+  (void)transport.all_reduce_sum(rows, totals, words, stream);
+}
+
 // One block: the rank's row = the limb-wise sum of the grid's rows (not carried: the all-reduce
 // adds further rows and the finish normalises once), flags as counts.
 template <class A>
@@ -232,7 +271,8 @@ __global__ void __launch_bounds__(kReproThreads) rank_row_kernel(const unsigned 
   }
 }
 
-// One warp: rounds the ranks' summed row into *out (NaN when the array was too large).
+// One warp: rounds the ranks' summed row into *out (NaN when the array was too large; `work`
+// null: Mode::Exact, whose ranks check their own shards).
 template <class A, class T>
 __global__ void __launch_bounds__(32) finish_row_kernel(const std::int64_t* row, const ShardWork<T>* work, A* out) {
   constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
@@ -242,7 +282,7 @@ __global__ void __launch_bounds__(32) finish_row_kernel(const std::int64_t* row,
   const unsigned special = decode_flags(static_cast<unsigned long long>(row[W]));
   __syncwarp();
   const A value = primitives::finish_limb_row<A>(limbs, special, lane);
-  if (lane == 0) *out = work->too_large ? A(__builtin_nan("")) : value;
+  if (lane == 0) *out = work != nullptr && work->too_large ? A(__builtin_nan("")) : value;
 }
 
 // Returns an error, with its text in *message when message is not null.
@@ -359,7 +399,8 @@ __global__ void __launch_bounds__(kReproThreads) sum_pieces_kernel(const unsigne
   }
 }
 
-// A warp per output: rounds the ranks' summed row (NaN where the ranks' first disagree).
+// A warp per output: rounds the ranks' summed row (NaN where the ranks' first disagree;
+// `consistent` null: Mode::Exact, which needs no `first`).
 template <class A>
 __global__ void __launch_bounds__(kReproThreads) finish_rows_kernel(const std::int64_t* rows, std::size_t outputs,
                                                                     const unsigned* consistent, A* out) {
@@ -373,7 +414,7 @@ __global__ void __launch_bounds__(kReproThreads) finish_rows_kernel(const std::i
     for (unsigned j = lane; j < W; j += 32) limbs[warp][j] = row[j];
     __syncwarp();
     const A value = primitives::finish_limb_row<A>(limbs[warp], decode_flags(static_cast<unsigned long long>(row[W])), lane);
-    if (lane == 0) out[q] = *consistent != 0 ? value : A(__builtin_nan(""));
+    if (lane == 0) out[q] = consistent == nullptr || *consistent != 0 ? value : A(__builtin_nan(""));
     __syncwarp();
   }
 }
@@ -425,11 +466,9 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
   auto* rows = c.take<std::int64_t>(outputs * kWords);
   auto* totals = c.take<std::int64_t>(outputs * kWords);
   auto* consistent = c.take<unsigned>(1);
-  if (d_temp == nullptr) {
-    temp_bytes = c.used;
-    return cudaSuccess;
+  if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
+    return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
   }
-  if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
   if (L.length > 0 && d_shard == nullptr) return fail(cudaErrorInvalidValue, "d_shard is null");
   const auto blocks = [](std::size_t work) {
     return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
@@ -462,8 +501,7 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
                             cut_launch.chunks(), outputs, rows);
   }
   if (status != cudaSuccess) {  // as the 1-D sum: the other ranks still get their all-reduce (NaN)
-    cudaMemsetAsync(rows, 0x01, outputs * kWords * sizeof(std::int64_t), stream);
-    transport.all_reduce_sum(rows, totals, outputs * kWords, stream);
+    join_with_nan_rows<A>(transport, rows, totals, outputs, stream);
     return fail(status, "launching the local pass");
   }
   if (cudaError_t e = transport.all_reduce_sum(rows, totals, outputs * kWords, stream); e != cudaSuccess) {
@@ -471,6 +509,175 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
   }
   status = engine::launch(finish_rows_kernel<A>, blocks(outputs * 32) , kReproThreads, 0, stream, false,
                           static_cast<const std::int64_t*>(totals), outputs, static_cast<const unsigned*>(consistent), d_out);
+  return status == cudaSuccess ? cudaSuccess : fail(status, "launching the finish");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mode::Exact floating-point sums.
+
+// The engine's exact 1-D pass over the shard: each block's row of limbs at rows + blockIdx.x *
+// kExactRowWords (elements past n read as +0.0).
+template <class T>
+__global__ void __launch_bounds__(kReproThreads) shard_exact_kernel(const T* shard, std::size_t n, bool aligned,
+                                                                    unsigned long long* rows) {
+  __shared__ engine::ReproShared<acc_t<T, Sum>> shared;
+  const engine::ReproSpan<T> spans[1] = {{shard, n, (n + kReproTile - 1) / kReproTile, aligned}};
+  engine::repro_block_row<T, 1, true>(spans, rows, shared);
+}
+
+// One block: the rank's row = the exact total of the grid's rows, carried (limbs of at most 32
+// bits, each with the total's sign), flags as counts.
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) rank_exact_row_kernel(const unsigned long long* rows, unsigned count,
+                                                                       std::int64_t* row) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  __shared__ engine::ReproShared<A> shared;
+  const primitives::ExactTotal<A> total = primitives::gather_exact_rows<A, kReproThreads / 32>(rows, count, shared);
+  if (total.limbs == nullptr) return;  // warps other than 0
+  const unsigned lane = threadIdx.x % 32;
+  for (unsigned j = lane; j < W; j += 32) {
+    const auto limb = static_cast<std::int64_t>(total.limbs[j]);
+    row[j] = total.negative ? -limb : limb;
+  }
+  if (lane == 0) row[W] = static_cast<std::int64_t>(encode_flags(total.special));
+}
+
+// A warp per output: output q's row = the limb-wise sum of its `chunks` pieces, carried (every
+// limb below the top within [-1, 2^32]), flags as counts.
+template <class A>
+__global__ void __launch_bounds__(kReproThreads) carry_pieces_kernel(const unsigned long long* pieces, unsigned chunks,
+                                                                     std::size_t outputs, std::int64_t* rows) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  constexpr unsigned K = primitives::ExactSum<A>::K;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  constexpr unsigned kWarps = kReproThreads / 32;
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (std::size_t q = std::size_t(blockIdx.x) * kWarps + warp; q < outputs; q += std::size_t(gridDim.x) * kWarps) {
+    primitives::ExactSum<A> sum;
+    unsigned special = 0;
+    for (unsigned c = 0; c < chunks; ++c) {
+      const unsigned long long* piece = pieces + (q * chunks + c) * kWords;
+#pragma unroll
+      for (unsigned k = 0; k < K; ++k) sum.limb[k] += static_cast<long long>(piece[lane + 32 * k]);
+      if (lane == 0) special |= static_cast<unsigned>(piece[W]);
+    }
+    sum.carry(lane);
+    std::int64_t* row = rows + q * kWords;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) row[lane + 32 * k] = sum.limb[k];
+    if (lane == 0) row[W] = static_cast<std::int64_t>(encode_flags(special));
+  }
+}
+
+// The checks of a rank's own shard (`length` elements along the summed axis) and output, which
+// Mode::Exact reports after joining the collective; the error's text in *what.
+template <class T, class A>
+cudaError_t check_own_arguments(const T* d_shard, std::size_t length, const A* d_out, const char* too_long,
+                                const char** what) {
+  auto failed = [&](cudaError_t e, const char* text) {
+    *what = text;
+    return e;
+  };
+  if (length >= engine::kReproMaxElements) return failed(cudaErrorNotSupported, too_long);
+  if (length > 0 && d_shard == nullptr) return failed(cudaErrorInvalidValue, "d_shard is null");
+  if (reinterpret_cast<std::uintptr_t>(d_shard) % alignof(T) != 0) return failed(cudaErrorMisalignedAddress, "d_shard is misaligned");
+  if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return failed(cudaErrorMisalignedAddress, "d_out is misaligned");
+  return cudaSuccess;
+}
+
+// The exact 1-D sum. An error in the rank's own shard or output, found once the storage is
+// checked, still joins the all-reduce (with a row that makes every rank's result NaN), so that no
+// rank waits for this one. Errors of the size query (no kernel image, the device) and of the
+// storage return at once, on this rank alone.
+template <class T>
+cudaError_t reduce_exact(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                         std::size_t n_local, acc_t<T, Sum>* d_out, cudaStream_t stream, const Options& opt,
+                         const Failure& fail) {
+  using A = acc_t<T, Sum>;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return fail(e, "cudaGetDevice");
+  engine::KernelFacts facts{};
+  if (cudaError_t e = engine::kernel_facts<shard_exact_kernel<T>, kReproThreads>(device, facts); e != cudaSuccess) {
+    return fail(e, "no kernel image for this GPU (exact sum)");
+  }
+  const unsigned grid = engine::plan_reproducible(std::min(n_local, engine::kReproMaxElements - 1),
+                                                  engine::multiprocessors(device), facts.blocks_per_sm, opt.max_blocks,
+                                                  kWords)
+                            .grid;
+  Carver c{static_cast<char*>(d_temp)};
+  auto* rows = c.take<unsigned long long>(std::size_t(grid) * kWords);
+  auto* row = c.take<std::int64_t>(kWords);
+  auto* total = c.take<std::int64_t>(kWords);
+  if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
+    return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
+  }
+  const char* what = "launching the local pass";
+  cudaError_t status = check_own_arguments(d_shard, n_local, d_out, "Mode::Exact sums at most 2^40 elements per rank", &what);
+  if (status == cudaSuccess) {
+    status = engine::launch(shard_exact_kernel<T>, grid, kReproThreads, 0, stream, false, d_shard, n_local,
+                            reinterpret_cast<std::uintptr_t>(d_shard) % 16 == 0, rows);
+  }
+  if (status == cudaSuccess) {
+    status = engine::launch(rank_exact_row_kernel<A>, 1, kReproThreads, 0, stream, false,
+                            static_cast<const unsigned long long*>(rows), grid, row);
+  }
+  if (status != cudaSuccess) {
+    join_with_nan_rows<A>(transport, row, total, 1, stream);
+    return fail(status, what);
+  }
+  if (cudaError_t e = transport.all_reduce_sum(row, total, kWords, stream); e != cudaSuccess) {
+    return fail(e, "all-reduce of the exact accumulators");
+  }
+  status = engine::launch(finish_row_kernel<A, T>, 1, 32, 0, stream, false, static_cast<const std::int64_t*>(total),
+                          static_cast<const ShardWork<T>*>(nullptr), d_out);
+  return status == cudaSuccess ? cudaSuccess : fail(status, "launching the finish");
+}
+
+// The exact axis sum: the engine's exact pieces of the rank's slice, carried per output, the
+// all-reduce, the rounding. No `first`: an exact sum does not depend on where a slice begins.
+template <class T>
+cudaError_t reduce_axis_exact(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
+                              const engine::AxisLayout& L, acc_t<T, Sum>* d_out, cudaStream_t stream,
+                              const Options& opt, const Failure& fail) {
+  using A = acc_t<T, Sum>;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  const std::size_t outputs = L.outputs();
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return fail(e, "cudaGetDevice");
+  engine::AxisLayout planned = L;
+  if (planned.length >= engine::kReproMaxElements) planned.length = 0;  // refused below, after the size query
+  engine::PiecesPlan plan;
+  if (cudaError_t e = engine::plan_repro_pieces<T>(planned, opt, device, plan); e != cudaSuccess) {
+    return fail(e, "no kernel image for this GPU (exact axis sum)");
+  }
+  Carver c{static_cast<char*>(d_temp)};
+  auto* pieces = c.take<unsigned long long>(plan.pieces() * kWords);
+  auto* rows = c.take<std::int64_t>(outputs * kWords);
+  auto* totals = c.take<std::int64_t>(outputs * kWords);
+  if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
+    return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
+  }
+  const auto blocks = [](std::size_t work) {
+    return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
+  };
+  const char* what = "launching the local pass";
+  cudaError_t status =
+      check_own_arguments(d_shard, L.length, d_out, "Mode::Exact sums at most 2^40 elements per output and rank", &what);
+  if (status == cudaSuccess) status = engine::launch_repro_pieces<T>(plan, d_shard, pieces, stream);
+  if (status == cudaSuccess) {
+    status = engine::launch(carry_pieces_kernel<A>, blocks(outputs * 32), kReproThreads, 0, stream, false,
+                            static_cast<const unsigned long long*>(pieces), plan.chunks(), outputs, rows);
+  }
+  if (status != cudaSuccess) {  // the other ranks still get their all-reduce (NaN)
+    join_with_nan_rows<A>(transport, rows, totals, outputs, stream);
+    return fail(status, what);
+  }
+  if (cudaError_t e = transport.all_reduce_sum(rows, totals, outputs * kWords, stream); e != cudaSuccess) {
+    return fail(e, "all-reduce of the exact accumulators");
+  }
+  status = engine::launch(finish_rows_kernel<A>, blocks(outputs * 32), kReproThreads, 0, stream, false,
+                          static_cast<const std::int64_t*>(totals), outputs, static_cast<const unsigned*>(nullptr), d_out);
   return status == cudaSuccess ? cudaSuccess : fail(status, "launching the finish");
 }
 
@@ -509,7 +716,7 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
   if constexpr (kReproSum<T, Op>) {
     // Same on every rank (every rank passes the same Options): no rank is left in a collective.
     if (opt.mode == Mode::Exact) {
-      return fail(cudaErrorNotSupported, "Mode::Exact: multi-GPU floating-point sums are not offered yet");
+      return reduce_exact<T>(d_temp, temp_bytes, transport, d_shard, n_local, d_out, stream, opt, fail);
     }
     if (opt.mode == Mode::Reproducible) {
       if (n_local >= engine::kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
@@ -526,11 +733,9 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
       auto* cut = c.take<T>(kReproTile);
       auto* row = c.take<std::int64_t>(kWords);
       auto* total = c.take<std::int64_t>(kWords);
-      if (d_temp == nullptr) {
-        temp_bytes = c.used;
-        return cudaSuccess;
+      if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
+        return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
       }
-      if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
       if (n_local > 0 && d_shard == nullptr) return fail(cudaErrorInvalidValue, "d_shard is null");
       if (reinterpret_cast<std::uintptr_t>(d_shard) % alignof(T) != 0) return fail(cudaErrorMisalignedAddress, "d_shard is misaligned");
       if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return fail(cudaErrorMisalignedAddress, "d_out is misaligned");
@@ -557,8 +762,7 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
       if (status != cudaSuccess) {
         // The other ranks are past the all-gather: join them in the all-reduce with a row whose
         // flags make every rank's result NaN, then report the failure.
-        cudaMemsetAsync(row, 0x01, kWords * sizeof(std::int64_t), stream);
-        transport.all_reduce_sum(row, total, kWords, stream);
+        join_with_nan_rows<A>(transport, row, total, 1, stream);
         return fail(status, "launching the local pass");
       }
       if (cudaError_t e = transport.all_reduce_sum(row, total, kWords, stream); e != cudaSuccess) {
@@ -584,11 +788,9 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
   void* local = c.take<unsigned char>(local_bytes);
   A* send = c.take<A>(1);
   A* gathered = c.take<A>(ranks);
-  if (d_temp == nullptr) {
-    temp_bytes = c.used;
-    return cudaSuccess;
+  if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
+    return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
   }
-  if (temp_bytes < c.used) return fail(cudaErrorInvalidValue, "temp_bytes is smaller than the size query gave");
   if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return fail(cudaErrorMisalignedAddress, "d_out is misaligned");
   if (cudaError_t e = fastreduce::detail::reduce_async<T, Op>(local, local_bytes, d_shard, send, n_local, op, stream, opt);
       e != cudaSuccess) {
@@ -613,10 +815,7 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, Transp
   if (__builtin_mul_overflow(local.outer, local.inner, &outputs)) return fail(cudaErrorInvalidValue, "outer * inner overflows");
   if constexpr (kReproSum<T, Op>) {
     // Same on every rank (every rank passes the same Options): no rank is left in a collective.
-    if (opt.mode == Mode::Exact) {
-      return fail(cudaErrorNotSupported, "Mode::Exact: multi-GPU floating-point sums are not offered yet");
-    }
-    if (opt.mode == Mode::Reproducible) {
+    if (opt.mode == Mode::Reproducible || opt.mode == Mode::Exact) {
       engine::AxisLayout layout{};
       if (const char* error = engine::resolve_axis(local, layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
       if (d_temp != nullptr && reinterpret_cast<std::uintptr_t>(d_temp) % 16 != 0) {
@@ -626,6 +825,9 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, Transp
       if (outputs == 0) {  // the same on every rank: no collective
         if (d_temp == nullptr) temp_bytes = 16;
         return cudaSuccess;
+      }
+      if (opt.mode == Mode::Exact) {
+        return reduce_axis_exact<T>(d_temp, temp_bytes, transport, d_shard, layout, d_out, stream, opt, fail);
       }
       return reduce_axis_repro<T>(d_temp, temp_bytes, transport, d_shard, layout, d_out, stream, opt, first, fail);
     }

@@ -3,6 +3,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "exact_data.hpp"
 #include "fastreduce/nccl.cuh"
 #include "gpu_test.hpp"
 #include "reference.hpp"
@@ -128,6 +130,140 @@ TEST(MultiRank, ReproducibleFloatBitsEqualOneGpu) { check_repro_bits<float>(repr
 TEST(MultiRank, ReproducibleDoubleBitsEqualOneGpu) { check_repro_bits<double>(repro_sizes(), 8, quick() ? 1 : 2); }
 TEST(MultiRank, ReproducibleHalfBitsEqualOneGpu) { check_repro_bits<__half>(repro_sizes(), 5, 1); }
 TEST(MultiRank, ReproducibleBfloat16BitsEqualOneGpu) { check_repro_bits<__nv_bfloat16>(repro_sizes(), 5, 1); }
+
+namespace {
+
+template <class A>
+bool same_result(A got, A expected) {
+  return same_bits(got, expected) || (std::isnan(double(got)) && std::isnan(double(expected)));
+}
+
+template <class T>
+fr::acc_t<T, fr::Sum> one_gpu_exact(const T* in, std::size_t n) {
+  return fr::reduce(in, n, fr::Sum{}, fr::Options{.mode = fr::Mode::Exact});
+}
+
+// Mode::Exact over 1 to 8 ranks and random shardings, on every data set of the exact tests: the
+// correctly rounded sum (CPU, exact) on every rank, the single-GPU exact bits. Sorted data puts
+// the large negative values on the first ranks and the large positive ones on the last, so the
+// ranks' own sums are far larger than the total: the carried rows must cancel exactly.
+template <class T>
+void check_exact_bits(int max_ranks) {
+  FASTREDUCE_REQUIRE_GPU();
+  using A = fr::acc_t<T, fr::Sum>;
+  std::mt19937_64 rng(test_seed());
+  const fr::Options exact{.mode = fr::Mode::Exact};
+  std::vector<std::size_t> sizes = {0, 1, 33, 4097, 100003};
+  if (!quick()) sizes.push_back((std::size_t(1) << 20) + 3);
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    for (std::size_t n : sizes) {
+      for (bool sorted : {false, true}) {
+        auto host = exact_data<T>(kind, n, rng());
+        if (sorted) {  // NaN last: a strict weak order
+          std::sort(host.begin(), host.end(), [](T a, T b) {
+            const double x = double(a), y = double(b);
+            return std::isnan(x) ? false : std::isnan(y) ? true : x < y;
+          });
+        }
+        DeviceBuffer<T> in(std::max<std::size_t>(n, 1) + 1);
+        if (n > 0) CUDA_OK(cudaMemcpy(in.get() + 1, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+        const A want = static_cast<A>(fr::reference::exact_rounded<A>(host.data(), n));
+        // Misaligned by one element: no rank's shard starts on 16 bytes unless its offset puts it there.
+        const A one = one_gpu_exact(in.get() + 1, n);
+        EXPECT_TRUE(same_result(one, want)) << kExactDataSets[kind] << " n=" << n << ": one GPU " << double(one)
+                                             << " expected " << double(want);
+        for (int ranks = 1; ranks <= max_ranks; ++ranks) {
+          const auto counts = random_counts(n, ranks, rng);
+          const auto results = local_group_reduce<T, fr::Sum>(in.get() + 1, counts, fr::Sum{}, exact);
+          std::string shards;
+          for (std::size_t c : counts) shards += " " + std::to_string(c);
+          for (int r = 0; r < ranks; ++r) {
+            EXPECT_TRUE(same_result(results[r], want))
+                << kExactDataSets[kind] << (sorted ? " (sorted)" : "") << " n=" << n << " ranks=" << ranks << " rank "
+                << r << " shards:" << shards << " got " << double(results[r]) << " expected " << double(want);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Mode::Exact: the correctly rounded sum for any ranks and shards (bits equal to one GPU's).
+TEST(MultiRank, ExactFloatIsCorrectlyRoundedOnEveryRank) { check_exact_bits<float>(8); }
+TEST(MultiRank, ExactDoubleIsCorrectlyRoundedOnEveryRank) { check_exact_bits<double>(8); }
+TEST(MultiRank, ExactHalfIsCorrectlyRoundedOnEveryRank) { check_exact_bits<__half>(5); }
+TEST(MultiRank, ExactBfloat16IsCorrectlyRoundedOnEveryRank) { check_exact_bits<__nv_bfloat16>(5); }
+
+// A rank whose shard or output is wrong returns the error, after joining the all-reduce: the
+// other ranks finish (no hang) with NaN, and the failing rank writes nothing. 1-D and axis.
+TEST(MultiRank, ExactBadShardStillJoinsTheCollective) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = 3 * kTile + 11, width = 3;
+  DeviceBuffer<float> in(n * width + 1);
+  DeviceBuffer<float> outs(3 * (width + 1));
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n * width + 1, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  const fr::Options exact{.mode = fr::Mode::Exact};
+  const std::size_t counts[3] = {kTile, kTile + 5, kTile + 6};
+  const std::size_t first[3] = {0, kTile, 2 * kTile + 5};
+  enum Fault { NullShard, MisalignedShard, MisalignedOut, TooLong };
+  for (bool axis : {false, true}) {
+    for (Fault fault : {NullShard, MisalignedShard, MisalignedOut, TooLong}) {
+      if (axis && fault == TooLong) continue;  // an axis of 2^40 slices: refused by the axis check first
+      const int bad = fault == MisalignedOut ? 2 : 1;
+      nccl::LocalGroup group(3);
+      std::vector<std::vector<float>> got(3, std::vector<float>(width, 1.0f));
+      std::vector<cudaError_t> codes(3, cudaSuccess);
+      run_ranks(3, [&](int r) {
+        cudaStream_t stream = nullptr;
+        EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+        const float* shard = in.get() + (axis ? first[r] * width : first[r]);
+        std::size_t count = counts[r];
+        float* out = outs.get() + r * (width + 1);
+        if (r == bad) {
+          if (fault == NullShard) shard = nullptr;
+          if (fault == MisalignedShard) shard = reinterpret_cast<const float*>(reinterpret_cast<const char*>(shard) + 2);
+          if (fault == MisalignedOut) out = reinterpret_cast<float*>(reinterpret_cast<char*>(out) + 2);
+          if (fault == TooLong) count = std::size_t(1) << 40;
+        }
+        const fr::Axis local{.length = count, .inner = width};
+        auto call = [&](void* temp, std::size_t& bytes, float* o) {
+          return axis ? nccl::reduce_axis_async(temp, bytes, group.rank(r), shard, local, o, fr::Sum{}, stream, exact)
+                      : nccl::reduce_async(temp, bytes, group.rank(r), shard, count, o, fr::Sum{}, stream, exact);
+        };
+        std::size_t bytes = 0;
+        EXPECT_EQ(call(nullptr, bytes, nullptr), cudaSuccess);
+        void* temp = nullptr;
+        EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+        const std::size_t written = axis ? width : 1;
+        float* aligned_out = outs.get() + r * (width + 1);
+        EXPECT_EQ(cudaMemcpyAsync(aligned_out, got[r].data(), width * sizeof(float), cudaMemcpyHostToDevice, stream),
+                  cudaSuccess);  // 1.0 in every output: what the failing rank must leave
+        codes[r] = call(temp, bytes, out);
+        EXPECT_EQ(cudaMemcpyAsync(got[r].data(), aligned_out, written * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                  cudaSuccess);
+        EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        cudaFree(temp);
+        cudaStreamDestroy(stream);
+      });
+      const cudaError_t want = fault == NullShard ? cudaErrorInvalidValue
+                               : fault == TooLong ? cudaErrorNotSupported
+                                                  : cudaErrorMisalignedAddress;
+      const std::string what = std::string(axis ? "axis" : "1-D") + ", fault " + std::to_string(int(fault));
+      for (int r = 0; r < 3; ++r) {
+        EXPECT_EQ(codes[r], r == bad ? want : cudaSuccess) << what << " rank " << r;
+        for (std::size_t q = 0; q < (axis ? width : 1); ++q) {
+          if (r == bad) {
+            EXPECT_EQ(got[r][q], 1.0f) << what << ": the failing rank writes nothing";
+          } else {
+            EXPECT_TRUE(std::isnan(got[r][q])) << what << " rank " << r << " output " << q << ": " << got[r][q];
+          }
+        }
+      }
+    }
+  }
+}
 
 // Shards shorter than a tile: one tile gathers elements from many ranks (and empty ones).
 TEST(MultiRank, ReproducibleTinyShards) {
@@ -289,22 +425,41 @@ namespace {
 
 // Every output of the reproducible axis sum over row-sharded columns (`columns`) or column-sharded
 // rows, against the single-GPU reduce_axis of the whole array: the same bits.
+// Mode::Exact: the same, with no `first` given (an exact sum does not depend on it).
 template <class T>
-void check_axis_repro(bool columns, bool consistent_first = true) {
+void check_axis_repro(bool columns, bool consistent_first = true, fr::Mode mode = fr::Mode::Reproducible) {
   FASTREDUCE_REQUIRE_GPU();
   using A = fr::acc_t<T, fr::Sum>;
   std::mt19937_64 rng(test_seed());
-  const fr::Options repro{.mode = fr::Mode::Reproducible};
+  const fr::Options repro{.mode = mode};
+  const bool exact = mode == fr::Mode::Exact;
   const std::size_t width = columns ? 37 : 5;  // columns of the matrix, or its rows
-  const std::vector<std::size_t> lengths =
+  std::vector<std::size_t> lengths =
       quick() ? std::vector<std::size_t>{1, 4097, 3 * kTile + 5} : std::vector<std::size_t>{1, 4095, 4097, 3 * kTile + 5, 20011};
+  if (exact) lengths.push_back(quick() ? 70001 : 300007);  // rows long enough to be cut into pieces
+  int kind = 0;
   for (std::size_t length : lengths) {
     DeviceBuffer<T> whole(length * width);
-    ASSERT_EQ(fr::bench::fill_random(whole.get(), length * width, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+    std::vector<T> host;
+    if (exact) {  // the hard data sets in turn: wide range, cancellation, NaN and infinities, every exponent
+      host = exact_data<T>(std::array{2, 3, 8, 7}[kind++ % 4], length * width, rng());
+      CUDA_OK(cudaMemcpy(whole.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    } else {
+      ASSERT_EQ(fr::bench::fill_random(whole.get(), length * width, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+    }
     const fr::Axis all = columns ? fr::Axis{.length = length, .inner = width} : fr::Axis{.outer = width, .length = length};
     DeviceBuffer<A> expected(width);
     fr::reduce_axis(whole.get(), expected.get(), all, fr::Sum{}, repro);
     const auto want = fr::bench::to_host(expected.get(), width);
+    if (exact) {  // the single-GPU exact sums against the CPU's correctly rounded ones
+      for (std::size_t q = 0; q < width; ++q) {
+        std::vector<T> line(length);
+        for (std::size_t j = 0; j < length; ++j) line[j] = host[columns ? j * width + q : q * length + j];
+        const A cpu = static_cast<A>(fr::reference::exact_rounded<A>(line.data(), length));
+        ASSERT_TRUE(same_result(want[q], cpu)) << "length=" << length << " output " << q << ": " << double(want[q])
+                                               << " vs " << double(cpu);
+      }
+    }
     for (int ranks : {1, 2, 3, 5}) {
       const auto counts = random_counts(length, ranks, rng);
       std::vector<std::size_t> first(ranks, 0);
@@ -317,7 +472,8 @@ void check_axis_repro(bool columns, bool consistent_first = true) {
         const T* shard = columns ? whole.get() + first[r] * width : whole.get() + first[r];
         const fr::Axis local = columns ? fr::Axis{.length = counts[r], .inner = width}
                                        : fr::Axis{.outer = width, .length = counts[r], .outer_stride = std::ptrdiff_t(length)};
-        const std::size_t claimed = first[r] + (!consistent_first && r == ranks - 1 ? 1 : 0);
+        const std::size_t claimed = mode == fr::Mode::Exact ? nccl::kUnknownFirst
+                                                            : first[r] + (!consistent_first && r == ranks - 1 ? 1 : 0);
         std::size_t bytes = 0;
         EXPECT_EQ((nccl::reduce_axis_async<T>(nullptr, bytes, group.rank(r), shard, local, nullptr, fr::Sum{}, stream, repro,
                                               claimed)),
@@ -343,7 +499,7 @@ void check_axis_repro(bool columns, bool consistent_first = true) {
       for (int r = 0; r < ranks; ++r) {
         for (std::size_t q = 0; q < width; ++q) {
           if (consistent_first) {
-            EXPECT_TRUE(same_bits(got[r][q], want[q])) << "length=" << length << " ranks=" << ranks << " rank " << r
+            EXPECT_TRUE(same_result(got[r][q], want[q])) << "length=" << length << " ranks=" << ranks << " rank " << r
                                                        << " output " << q << " shards:" << shards;
           } else {
             EXPECT_TRUE(std::isnan(double(got[r][q]))) << "a wrong `first` must give NaN: rank " << r << " output " << q;
@@ -366,6 +522,15 @@ TEST(MultiRank, ReproducibleRowSumsOfColumnShards) {
   check_axis_repro<__nv_bfloat16>(false);
 }
 TEST(MultiRank, ReproducibleAxisChecksFirst) { check_axis_repro<float>(true, false); }
+TEST(MultiRank, ExactColumnSumsOfRowShards) {
+  check_axis_repro<float>(true, true, fr::Mode::Exact);
+  check_axis_repro<double>(true, true, fr::Mode::Exact);
+}
+TEST(MultiRank, ExactRowSumsOfColumnShards) {
+  check_axis_repro<float>(false, true, fr::Mode::Exact);
+  check_axis_repro<__half>(false, true, fr::Mode::Exact);
+  check_axis_repro<__nv_bfloat16>(false, true, fr::Mode::Exact);
+}
 
 // The blocking form from ranks that share a stream (the default one): no lock held across the
 // collectives, every rank gets the single-GPU bits.
@@ -463,11 +628,12 @@ TEST(MultiRank, NcclRanksOnSeveralGpus) {
     ASSERT_EQ(fr::bench::fill_random(whole.get(), n + 1, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
     const float expected = one_gpu_repro(whole.get(), n);
     const auto host = fr::bench::to_host(whole.get(), n);
+    const float want_exact = static_cast<float>(fr::reference::exact_rounded<float>(host.data(), n));
     for (int trial = 0; trial < 3; ++trial) {
       const auto counts = random_counts(n, gpus, rng);
       std::vector<std::size_t> first(gpus, 0);
       for (int r = 1; r < gpus; ++r) first[r] = first[r - 1] + counts[r - 1];
-      std::vector<float> repro(gpus), fast(gpus);
+      std::vector<float> repro(gpus), fast(gpus), exact(gpus);
       run_ranks(
           gpus,
           [&](int r) {
@@ -481,6 +647,7 @@ TEST(MultiRank, NcclRanksOnSeveralGpus) {
             try {
               repro[r] = nccl::reduce(comms[r], shard, counts[r], fr::Sum{}, {.mode = fr::Mode::Reproducible}, stream);
               fast[r] = nccl::reduce(comms[r], shard, counts[r], fr::Sum{}, {}, stream);
+              exact[r] = nccl::reduce(comms[r], shard, counts[r], fr::Sum{}, {.mode = fr::Mode::Exact}, stream);
             } catch (const fr::Error& e) {
               ADD_FAILURE() << e.what();
             }
@@ -491,6 +658,7 @@ TEST(MultiRank, NcclRanksOnSeveralGpus) {
       for (int r = 0; r < gpus; ++r) {
         EXPECT_TRUE(same_bits(repro[r], expected)) << "n=" << n << " rank " << r << ": " << repro[r] << " vs " << expected;
         EXPECT_TRUE(same_bits(fast[r], fast[0]));
+        EXPECT_TRUE(same_bits(exact[r], want_exact)) << "n=" << n << " rank " << r << ": " << exact[r] << " vs " << want_exact;
         EXPECT_NEAR(fast[r], expected, 1e-3 * std::sqrt(double(n) + 1));
       }
     }

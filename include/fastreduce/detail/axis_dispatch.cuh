@@ -420,24 +420,30 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
 template <class T>
 cudaError_t plan_repro_pieces(const AxisLayout& layout, const Options& opt, int device, PiecesPlan& out) {
   using A = acc_t<T, Sum>;
-  using RK = ReproAxisKernels<T>;
   out.layout = layout;
   out.empty = layout.length == 0 || layout.outputs() == 0;
+  out.exact = opt.mode == Mode::Exact;
   if (out.empty) return cudaSuccess;
   const bool rows_contiguous = layout.length_stride == 1 || layout.length == 1;
   KernelFacts facts{};
-  const cudaError_t e = rows_contiguous ? kernel_facts<RK::rows_block, kReproThreads>(device, facts)
-                                        : kernel_facts<RK::columns, kReproThreads>(device, facts);
+  const cudaError_t e = with_exact_lanes(out.exact, [&]<bool Exact>() {
+    using RK = ReproAxisKernels<T, Exact>;
+    return rows_contiguous ? kernel_facts<RK::rows_block, kReproThreads>(device, facts)
+                           : kernel_facts<RK::columns, kReproThreads>(device, facts);
+  });
   if (e != cudaSuccess) return e;
   out.plan = plan_axis(rows_contiguous ? AxisPath::ReproRows : AxisPath::ReproColumns, layout, sizeof(T), sizeof(A),
-                       multiprocessors(device), facts.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
+                       multiprocessors(device), facts.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>,
+                       out.exact);
   return cudaSuccess;
 }
 
 template <class T>
 cudaError_t launch_repro_pieces(const PiecesPlan& plan, const T* d_in, unsigned long long* pieces, cudaStream_t stream) {
   if (plan.empty) return cudaSuccess;
-  return launch_repro_axis<T>(plan.layout, plan.plan, d_in, pieces, nullptr, primitives::ResultType::Acc, stream);
+  return with_exact_lanes(plan.exact, [&]<bool Exact>() {
+    return launch_repro_axis<T, Exact>(plan.layout, plan.plan, d_in, pieces, nullptr, primitives::ResultType::Acc, stream);
+  });
 }
 
 // The axis reduction's temporary storage, whatever the inputs' alignment.

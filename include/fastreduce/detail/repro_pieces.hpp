@@ -16,6 +16,7 @@ struct PiecesPlan {
   AxisLayout layout{};
   AxisPlan plan{};
   bool empty = true;  // no element: nothing launched, no pieces
+  bool exact = false;  // Mode::Exact's lanes: the pieces' total is the outputs' exact sum
   // Pieces per output (each a row of kExactRowWords 8-byte words: signed limbs, then the flags).
   [[nodiscard]] unsigned chunks() const { return empty ? 0u : static_cast<unsigned>(plan.chunks); }
   [[nodiscard]] std::size_t pieces() const { return layout.outputs() * chunks(); }
@@ -23,7 +24,8 @@ struct PiecesPlan {
 
 // Plans the reproducible sum of every output of `layout` (length > 0) on `device` into pieces:
 // output q's pieces are rows q * chunks() ... (q + 1) * chunks() - 1, whose exact total is the
-// output's unrounded sum. For float, double, __half and __nv_bfloat16 inputs.
+// output's unrounded sum (Mode::Reproducible: of its tiles' partials; Mode::Exact: of its
+// elements). For float, double, __half and __nv_bfloat16 inputs.
 template <class T>
 cudaError_t plan_repro_pieces(const AxisLayout& layout, const Options& opt, int device, PiecesPlan& out);
 
