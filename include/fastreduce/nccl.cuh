@@ -168,10 +168,10 @@ cudaError_t reduce_axis_async(void* d_temp, std::size_t& temp_bytes, Transport& 
 // rank count). Errors: those of fastreduce::reduce_async, and a failing NCCL call's (see
 // to_cuda_error). Mode::Reproducible sums at most 2^40 elements over all ranks; each rank checks
 // its own n_local, and a larger total gives NaN. Mode::Exact sums fewer than 2^40 elements per
-// rank (the total may be larger), over fewer than 2^21 ranks; a rank whose shard or output is wrong
-// (d_shard null or misaligned, d_out misaligned, a shard too large) joins the all-reduce before it
-// returns the error, and every rank's result is NaN. Errors of the size query, a null d_out and
-// a temp_bytes too small are returned at once, on that rank alone, as the other modes' are.
+// rank (the total may be larger), over fewer than 2^21 ranks. In both modes a rank whose shard or
+// output is wrong (d_shard null or misaligned, d_out misaligned, a shard too large) joins the
+// collectives before it returns the error, and every rank's result is NaN. Errors of the size
+// query, a null d_out and a temp_bytes too small are returned at once, on that rank alone.
 template <class T, class Op = Sum>
   requires reducible<T, Op>
 cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,

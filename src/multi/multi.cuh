@@ -252,6 +252,16 @@ void join_with_nan_rows(Transport& transport, std::int64_t* rows, std::int64_t* 
   (void)transport.all_reduce_sum(rows, totals, words, stream);
 }
 
+// The reproducible sums' two collectives joined by a rank that failed before the first: an empty
+// slot (count or length 0) in the all-gather, then NaN rows in the all-reduce.
+template <class A>
+void join_repro_with_nan_rows(Transport& transport, unsigned char* send, unsigned char* slots, std::size_t slot_bytes,
+                              std::int64_t* rows, std::int64_t* totals, std::size_t outputs, cudaStream_t stream) {
+  (void)cudaMemsetAsync(send, 0, 16, stream);
+  (void)transport.all_gather(send, slots, slot_bytes, stream);
+  join_with_nan_rows<A>(transport, rows, totals, outputs, stream);
+}
+
 // One block: the rank's row = the limb-wise sum of the grid's rows (not carried: the all-reduce
 // adds further rows and the finish normalises once), flags as counts.
 template <class A>
@@ -283,6 +293,22 @@ __global__ void __launch_bounds__(32) finish_row_kernel(const std::int64_t* row,
   __syncwarp();
   const A value = primitives::finish_limb_row<A>(limbs, special, lane);
   if (lane == 0) *out = work != nullptr && work->too_large ? A(__builtin_nan("")) : value;
+}
+
+// The checks of a rank's own shard (`length` elements along the summed axis) and output, which the
+// reproducible and exact sums report after joining the collectives; the error's text in *what.
+template <class T, class A>
+cudaError_t check_own_arguments(const T* d_shard, std::size_t length, const A* d_out, const char* too_long,
+                                const char** what) {
+  auto failed = [&](cudaError_t e, const char* text) {
+    *what = text;
+    return e;
+  };
+  if (length >= engine::kReproMaxElements) return failed(cudaErrorNotSupported, too_long);
+  if (length > 0 && d_shard == nullptr) return failed(cudaErrorInvalidValue, "d_shard is null");
+  if (reinterpret_cast<std::uintptr_t>(d_shard) % alignof(T) != 0) return failed(cudaErrorMisalignedAddress, "d_shard is misaligned");
+  if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return failed(cudaErrorMisalignedAddress, "d_out is misaligned");
+  return cudaSuccess;
 }
 
 // Returns an error, with its text in *message when message is not null.
@@ -469,16 +495,20 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
   if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
     return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
   }
-  if (L.length > 0 && d_shard == nullptr) return fail(cudaErrorInvalidValue, "d_shard is null");
   const auto blocks = [](std::size_t work) {
     return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
   };
-  cudaError_t status = engine::launch(set_word_kernel, 1, 1, 0, stream, false, consistent, 1u);
+  const char* what = "launching the slot kernel";
+  cudaError_t status = check_own_arguments(d_shard, L.length, d_out, "Mode::Reproducible sums at most 2^40 elements per output", &what);
+  if (status == cudaSuccess) status = engine::launch(set_word_kernel, 1, 1, 0, stream, false, consistent, 1u);
   if (status == cudaSuccess) {
     status = engine::launch(pack_axis_slot_kernel<T>, blocks((kReproTile - 1) * outputs), 256, 0, stream, false, d_shard,
                             L, first, send);
   }
-  if (status != cudaSuccess) return fail(status, "launching the slot kernel");
+  if (status != cudaSuccess) {  // the other ranks still get both collectives (NaN)
+    join_repro_with_nan_rows<A>(transport, send, slots, slot_bytes, rows, totals, outputs, stream);
+    return fail(status, what);
+  }
   if (cudaError_t e = transport.all_gather(send, slots, slot_bytes, stream); e != cudaSuccess) {
     return fail(e, "all-gather of the slices' first tiles");
   }
@@ -567,22 +597,6 @@ __global__ void __launch_bounds__(kReproThreads) carry_pieces_kernel(const unsig
     for (unsigned k = 0; k < K; ++k) row[lane + 32 * k] = sum.limb[k];
     if (lane == 0) row[W] = static_cast<std::int64_t>(encode_flags(special));
   }
-}
-
-// The checks of a rank's own shard (`length` elements along the summed axis) and output, which
-// Mode::Exact reports after joining the collective; the error's text in *what.
-template <class T, class A>
-cudaError_t check_own_arguments(const T* d_shard, std::size_t length, const A* d_out, const char* too_long,
-                                const char** what) {
-  auto failed = [&](cudaError_t e, const char* text) {
-    *what = text;
-    return e;
-  };
-  if (length >= engine::kReproMaxElements) return failed(cudaErrorNotSupported, too_long);
-  if (length > 0 && d_shard == nullptr) return failed(cudaErrorInvalidValue, "d_shard is null");
-  if (reinterpret_cast<std::uintptr_t>(d_shard) % alignof(T) != 0) return failed(cudaErrorMisalignedAddress, "d_shard is misaligned");
-  if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return failed(cudaErrorMisalignedAddress, "d_out is misaligned");
-  return cudaSuccess;
 }
 
 // The exact 1-D sum. An error in the rank's own shard or output, found once the storage is
@@ -719,9 +733,8 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
       return reduce_exact<T>(d_temp, temp_bytes, transport, d_shard, n_local, d_out, stream, opt, fail);
     }
     if (opt.mode == Mode::Reproducible) {
-      if (n_local >= engine::kReproMaxElements) return fail(cudaErrorNotSupported, "Mode::Reproducible sums at most 2^40 elements");
       unsigned grid = 1;
-      if (cudaError_t e = repro_grid<T>(n_local, opt, grid); e != cudaSuccess) {
+      if (cudaError_t e = repro_grid<T>(std::min(n_local, engine::kReproMaxElements - 1), opt, grid); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible sum)");
       }
       constexpr unsigned kWords = primitives::kExactRowWords<A>;
@@ -736,14 +749,18 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
       if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
         return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
       }
-      if (n_local > 0 && d_shard == nullptr) return fail(cudaErrorInvalidValue, "d_shard is null");
-      if (reinterpret_cast<std::uintptr_t>(d_shard) % alignof(T) != 0) return fail(cudaErrorMisalignedAddress, "d_shard is misaligned");
-      if (reinterpret_cast<std::uintptr_t>(d_out) % alignof(A) != 0) return fail(cudaErrorMisalignedAddress, "d_out is misaligned");
+      const char* what = "launching the slot kernel";
+      if (cudaError_t e = check_own_arguments(d_shard, n_local, d_out, "Mode::Reproducible sums at most 2^40 elements", &what);
+          e != cudaSuccess) {
+        join_repro_with_nan_rows<A>(transport, send, slots, kSlotBytes<T>, row, total, 1, stream);
+        return fail(e, what);
+      }
       const unsigned pack_blocks = static_cast<unsigned>(std::min<std::size_t>((std::min(n_local, kReproTile) + 255) / 256, 16));
       if (cudaError_t e = engine::launch(pack_slot_kernel<T>, std::max(pack_blocks, 1u), 256, 0, stream, false, d_shard,
                                          n_local, send);
           e != cudaSuccess) {
-        return fail(e, "launching the slot kernel");
+        join_repro_with_nan_rows<A>(transport, send, slots, kSlotBytes<T>, row, total, 1, stream);
+        return fail(e, what);
       }
       if (cudaError_t e = transport.all_gather(send, slots, kSlotBytes<T>, stream); e != cudaSuccess) {
         return fail(e, "all-gather of the shards' first tiles");

@@ -196,68 +196,72 @@ TEST(MultiRank, ExactDoubleIsCorrectlyRoundedOnEveryRank) { check_exact_bits<dou
 TEST(MultiRank, ExactHalfIsCorrectlyRoundedOnEveryRank) { check_exact_bits<__half>(5); }
 TEST(MultiRank, ExactBfloat16IsCorrectlyRoundedOnEveryRank) { check_exact_bits<__nv_bfloat16>(5); }
 
-// A rank whose shard or output is wrong returns the error, after joining the all-reduce: the
-// other ranks finish (no hang) with NaN, and the failing rank writes nothing. 1-D and axis.
-TEST(MultiRank, ExactBadShardStillJoinsTheCollective) {
+// Reproducible and exact sums: a rank whose shard or output is wrong returns the error, after
+// joining the collectives: the other ranks finish (no hang) with NaN, and the failing rank writes
+// nothing. 1-D and axis.
+TEST(MultiRank, BadShardStillJoinsTheCollectives) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = 3 * kTile + 11, width = 3;
   DeviceBuffer<float> in(n * width + 1);
   DeviceBuffer<float> outs(3 * (width + 1));
   ASSERT_EQ(fr::bench::fill_random(in.get(), n * width + 1, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
-  const fr::Options exact{.mode = fr::Mode::Exact};
   const std::size_t counts[3] = {kTile, kTile + 5, kTile + 6};
   const std::size_t first[3] = {0, kTile, 2 * kTile + 5};
   enum Fault { NullShard, MisalignedShard, MisalignedOut, TooLong };
-  for (bool axis : {false, true}) {
-    for (Fault fault : {NullShard, MisalignedShard, MisalignedOut, TooLong}) {
-      if (axis && fault == TooLong) continue;  // an axis of 2^40 slices: refused by the axis check first
-      const int bad = fault == MisalignedOut ? 2 : 1;
-      nccl::LocalGroup group(3);
-      std::vector<std::vector<float>> got(3, std::vector<float>(width, 1.0f));
-      std::vector<cudaError_t> codes(3, cudaSuccess);
-      run_ranks(3, [&](int r) {
-        cudaStream_t stream = nullptr;
-        EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-        const float* shard = in.get() + (axis ? first[r] * width : first[r]);
-        std::size_t count = counts[r];
-        float* out = outs.get() + r * (width + 1);
-        if (r == bad) {
-          if (fault == NullShard) shard = nullptr;
-          if (fault == MisalignedShard) shard = reinterpret_cast<const float*>(reinterpret_cast<const char*>(shard) + 2);
-          if (fault == MisalignedOut) out = reinterpret_cast<float*>(reinterpret_cast<char*>(out) + 2);
-          if (fault == TooLong) count = std::size_t(1) << 40;
-        }
-        const fr::Axis local{.length = count, .inner = width};
-        auto call = [&](void* temp, std::size_t& bytes, float* o) {
-          return axis ? nccl::reduce_axis_async(temp, bytes, group.rank(r), shard, local, o, fr::Sum{}, stream, exact)
-                      : nccl::reduce_async(temp, bytes, group.rank(r), shard, count, o, fr::Sum{}, stream, exact);
-        };
-        std::size_t bytes = 0;
-        EXPECT_EQ(call(nullptr, bytes, nullptr), cudaSuccess);
-        void* temp = nullptr;
-        EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
-        const std::size_t written = axis ? width : 1;
-        float* aligned_out = outs.get() + r * (width + 1);
-        EXPECT_EQ(cudaMemcpyAsync(aligned_out, got[r].data(), width * sizeof(float), cudaMemcpyHostToDevice, stream),
-                  cudaSuccess);  // 1.0 in every output: what the failing rank must leave
-        codes[r] = call(temp, bytes, out);
-        EXPECT_EQ(cudaMemcpyAsync(got[r].data(), aligned_out, written * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                  cudaSuccess);
-        EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-        cudaFree(temp);
-        cudaStreamDestroy(stream);
-      });
-      const cudaError_t want = fault == NullShard ? cudaErrorInvalidValue
-                               : fault == TooLong ? cudaErrorNotSupported
-                                                  : cudaErrorMisalignedAddress;
-      const std::string what = std::string(axis ? "axis" : "1-D") + ", fault " + std::to_string(int(fault));
-      for (int r = 0; r < 3; ++r) {
-        EXPECT_EQ(codes[r], r == bad ? want : cudaSuccess) << what << " rank " << r;
-        for (std::size_t q = 0; q < (axis ? width : 1); ++q) {
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    const fr::Options opt{.mode = mode};
+    for (bool axis : {false, true}) {
+      for (Fault fault : {NullShard, MisalignedShard, MisalignedOut, TooLong}) {
+        if (axis && fault == TooLong) continue;  // an axis of 2^40 slices: refused by the axis check first
+        const int bad = fault == MisalignedOut ? 2 : 1;
+        nccl::LocalGroup group(3);
+        std::vector<std::vector<float>> got(3, std::vector<float>(width, 1.0f));
+        std::vector<cudaError_t> codes(3, cudaSuccess);
+        run_ranks(3, [&](int r) {
+          cudaStream_t stream = nullptr;
+          EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+          const float* shard = in.get() + (axis ? first[r] * width : first[r]);
+          std::size_t count = counts[r];
+          float* out = outs.get() + r * (width + 1);
           if (r == bad) {
-            EXPECT_EQ(got[r][q], 1.0f) << what << ": the failing rank writes nothing";
-          } else {
-            EXPECT_TRUE(std::isnan(got[r][q])) << what << " rank " << r << " output " << q << ": " << got[r][q];
+            if (fault == NullShard) shard = nullptr;
+            if (fault == MisalignedShard) shard = reinterpret_cast<const float*>(reinterpret_cast<const char*>(shard) + 2);
+            if (fault == MisalignedOut) out = reinterpret_cast<float*>(reinterpret_cast<char*>(out) + 2);
+            if (fault == TooLong) count = std::size_t(1) << 40;
+          }
+          const fr::Axis local{.length = count, .inner = width};
+          auto call = [&](void* temp, std::size_t& bytes, float* o) {
+            return axis ? nccl::reduce_axis_async(temp, bytes, group.rank(r), shard, local, o, fr::Sum{}, stream, opt, first[r])
+                        : nccl::reduce_async(temp, bytes, group.rank(r), shard, count, o, fr::Sum{}, stream, opt);
+          };
+          std::size_t bytes = 0;
+          EXPECT_EQ(call(nullptr, bytes, nullptr), cudaSuccess);
+          void* temp = nullptr;
+          EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+          const std::size_t written = axis ? width : 1;
+          float* aligned_out = outs.get() + r * (width + 1);
+          EXPECT_EQ(cudaMemcpyAsync(aligned_out, got[r].data(), width * sizeof(float), cudaMemcpyHostToDevice, stream),
+                    cudaSuccess);  // 1.0 in every output: what the failing rank must leave
+          codes[r] = call(temp, bytes, out);
+          EXPECT_EQ(cudaMemcpyAsync(got[r].data(), aligned_out, written * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                    cudaSuccess);
+          EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+          cudaFree(temp);
+          cudaStreamDestroy(stream);
+        });
+        const cudaError_t want = fault == NullShard ? cudaErrorInvalidValue
+                                 : fault == TooLong ? cudaErrorNotSupported
+                                                    : cudaErrorMisalignedAddress;
+        const std::string what = std::string(mode == fr::Mode::Exact ? "exact " : "reproducible ") + (axis ? "axis" : "1-D") +
+                                 ", fault " + std::to_string(int(fault));
+        for (int r = 0; r < 3; ++r) {
+          EXPECT_EQ(codes[r], r == bad ? want : cudaSuccess) << what << " rank " << r;
+          for (std::size_t q = 0; q < (axis ? width : 1); ++q) {
+            if (r == bad) {
+              EXPECT_EQ(got[r][q], 1.0f) << what << ": the failing rank writes nothing";
+            } else {
+              EXPECT_TRUE(std::isnan(got[r][q])) << what << " rank " << r << " output " << q << ": " << got[r][q];
+            }
           }
         }
       }
