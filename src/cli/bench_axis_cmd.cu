@@ -36,6 +36,9 @@ namespace fastreduce::cli {
 
 namespace {
 
+// The most input slices a shape rotates through (each call reads the next).
+constexpr std::size_t kMaxSlices = 4096;
+
 struct AxisRow {
   std::string type, op, mode, axis, path;
   std::size_t total = 0, length = 0, outputs = 0;
@@ -168,8 +171,11 @@ bool bench_shape(const BenchAxisOptions& o, const bench::DeviceInfo& device, con
   std::size_t free_bytes = 0, total_bytes = 0;
   cudaMemGetInfo(&free_bytes, &total_bytes);
   const std::size_t out_bytes = shape.outputs * sizeof(A);
-  // Slices rotated beyond the L2 (dot reads slice i and i + 1: two at least).
-  std::size_t slices = std::clamp<std::size_t>(3 * device.l2_bytes / std::max<std::size_t>(in_bytes, 1), kTwo ? 2 : 1, 64);
+  // Slices rotated beyond the L2 (dot reads slice i and i + 1: two at least). Up to 4096 of
+  // them, as bench --ops: small totals need hundreds to leave the L2 (a cap of 64 kept totals
+  // under about 2 MB in it).
+  std::size_t slices =
+      std::clamp<std::size_t>(3 * device.l2_bytes / std::max<std::size_t>(in_bytes, 1), kTwo ? 2 : 1, kMaxSlices);
   while (slices > (kTwo ? 2u : 1u) && slices * in_bytes + 2 * out_bytes > free_bytes / 2) --slices;
   if (slices * in_bytes + 2 * out_bytes + (std::size_t(1) << 28) > free_bytes) {
     err << format("\nfastreduce: skipping %s %s total=%zu: not enough device memory\n", op_name.c_str(), shape.axis.c_str(),
@@ -278,7 +284,7 @@ template <class T, class Op>
 double time_flat(const bench::DeviceInfo& device, std::size_t total, int repetitions) {
   using A = acc_t<T, Op>;
   const std::size_t bytes = total * sizeof(T);
-  const std::size_t slices = std::clamp<std::size_t>(3 * device.l2_bytes / std::max<std::size_t>(bytes, 1), 1, 64);
+  const std::size_t slices = std::clamp<std::size_t>(3 * device.l2_bytes / std::max<std::size_t>(bytes, 1), 1, kMaxSlices);
   bench::DeviceArray<T> arena(slices * total);
   bench::DeviceArray<A> out(1);
   std::size_t temp_bytes = 0;
