@@ -75,6 +75,11 @@ struct Carver {
 };
 inline constexpr const char* kShortStorage = "temp_bytes is smaller than the size query gave";
 
+// Blocks of 256 threads for `work` items, one item a thread, at most 4096 (grid-stride beyond).
+inline unsigned blocks_for(std::size_t work) {
+  return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fast mode.
 
@@ -135,8 +140,7 @@ cudaError_t combine_ranks(Transport& transport, const A* send, A* gathered, std:
   }
   *what = "launching the combine";
   const unsigned ranks = static_cast<unsigned>(transport.size());
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((outputs + 255) / 256, 4096));
-  return engine::launch(rank_combine_kernel<A, Op>, blocks, outputs == 1 ? 32u : 256u, 0, stream, false,
+  return engine::launch(rank_combine_kernel<A, Op>, blocks_for(outputs), outputs == 1 ? 32u : 256u, 0, stream, false,
                         static_cast<const A*>(gathered), ranks, outputs, out, op);
 }
 
@@ -495,14 +499,11 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
   if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
     return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
   }
-  const auto blocks = [](std::size_t work) {
-    return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
-  };
   const char* what = "launching the slot kernel";
   cudaError_t status = check_own_arguments(d_shard, L.length, d_out, "Mode::Reproducible sums at most 2^40 elements per output", &what);
   if (status == cudaSuccess) status = engine::launch(set_word_kernel, 1, 1, 0, stream, false, consistent, 1u);
   if (status == cudaSuccess) {
-    status = engine::launch(pack_axis_slot_kernel<T>, blocks((kReproTile - 1) * outputs), 256, 0, stream, false, d_shard,
+    status = engine::launch(pack_axis_slot_kernel<T>, blocks_for((kReproTile - 1) * outputs), 256, 0, stream, false, d_shard,
                             L, first, send);
   }
   if (status != cudaSuccess) {  // the other ranks still get both collectives (NaN)
@@ -515,7 +516,7 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
   const T* region_in = d_shard + static_cast<std::int64_t>(tile0 > first ? tile0 - first : 0) * L.length_stride;
   status = engine::launch_repro_pieces<T>(region_launch, region_in, region_pieces, stream);
   if (status == cudaSuccess) {
-    status = engine::launch(assemble_cut_kernel<T>, has_cut ? blocks(kReproTile * outputs) : 1u, 256, 0, stream, false,
+    status = engine::launch(assemble_cut_kernel<T>, has_cut ? blocks_for(kReproTile * outputs) : 1u, 256, 0, stream, false,
                             static_cast<const unsigned char*>(slots), slot_bytes, ranks,
                             static_cast<unsigned>(transport.rank()), d_shard, L, first, cut_begin,
                             has_cut ? kReproTile : std::size_t(0), cut, consistent);
@@ -524,7 +525,7 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
     status = engine::launch_repro_pieces<T>(cut_launch, static_cast<const T*>(cut), cut_pieces, stream);
   }
   if (status == cudaSuccess) {
-    status = engine::launch(sum_pieces_kernel<A>, blocks(outputs * kWords), kReproThreads, 0, stream, false,
+    status = engine::launch(sum_pieces_kernel<A>, blocks_for(outputs * kWords), kReproThreads, 0, stream, false,
                             static_cast<const unsigned long long*>(region_pieces),
                             region_launch.chunks(),
                             static_cast<const unsigned long long*>(cut_pieces),
@@ -537,7 +538,7 @@ cudaError_t reduce_axis_repro(void* d_temp, std::size_t& temp_bytes, Transport& 
   if (cudaError_t e = transport.all_reduce_sum(rows, totals, outputs * kWords, stream); e != cudaSuccess) {
     return fail(e, "all-reduce of the exact accumulators");
   }
-  status = engine::launch(finish_rows_kernel<A>, blocks(outputs * 32) , kReproThreads, 0, stream, false,
+  status = engine::launch(finish_rows_kernel<A>, blocks_for(outputs * 32) , kReproThreads, 0, stream, false,
                           static_cast<const std::int64_t*>(totals), outputs, static_cast<const unsigned*>(consistent), d_out);
   return status == cudaSuccess ? cudaSuccess : fail(status, "launching the finish");
 }
@@ -599,6 +600,19 @@ __global__ void __launch_bounds__(kReproThreads) carry_pieces_kernel(const unsig
   }
 }
 
+// The grid of Kernel, which sums n elements into a row of limbs per block, on this device.
+template <class T, auto Kernel>
+cudaError_t rows_grid(std::size_t n, const Options& opt, unsigned& grid) {
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  engine::KernelFacts facts{};
+  if (cudaError_t e = engine::kernel_facts<Kernel, kReproThreads>(device, facts); e != cudaSuccess) return e;
+  grid = engine::plan_reproducible(n, engine::multiprocessors(device), facts.blocks_per_sm, opt.max_blocks,
+                                   primitives::kExactRowWords<acc_t<T, Sum>>)
+             .grid;
+  return cudaSuccess;
+}
+
 // The exact 1-D sum. An error in the rank's own shard or output, found once the storage is
 // checked, still joins the all-reduce (with a row that makes every rank's result NaN), so that no
 // rank waits for this one. Errors of the size query (no kernel image, the device) and of the
@@ -609,16 +623,11 @@ cudaError_t reduce_exact(void* d_temp, std::size_t& temp_bytes, Transport& trans
                          const Failure& fail) {
   using A = acc_t<T, Sum>;
   constexpr unsigned kWords = primitives::kExactRowWords<A>;
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return fail(e, "cudaGetDevice");
-  engine::KernelFacts facts{};
-  if (cudaError_t e = engine::kernel_facts<shard_exact_kernel<T>, kReproThreads>(device, facts); e != cudaSuccess) {
+  unsigned grid = 1;
+  if (cudaError_t e = rows_grid<T, shard_exact_kernel<T>>(std::min(n_local, engine::kReproMaxElements - 1), opt, grid);
+      e != cudaSuccess) {
     return fail(e, "no kernel image for this GPU (exact sum)");
   }
-  const unsigned grid = engine::plan_reproducible(std::min(n_local, engine::kReproMaxElements - 1),
-                                                  engine::multiprocessors(device), facts.blocks_per_sm, opt.max_blocks,
-                                                  kWords)
-                            .grid;
   Carver c{static_cast<char*>(d_temp)};
   auto* rows = c.take<unsigned long long>(std::size_t(grid) * kWords);
   auto* row = c.take<std::int64_t>(kWords);
@@ -672,15 +681,12 @@ cudaError_t reduce_axis_exact(void* d_temp, std::size_t& temp_bytes, Transport& 
   if (const Carver::Settled settled = c.settle(temp_bytes); settled != Carver::Settled::Ready) {
     return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
   }
-  const auto blocks = [](std::size_t work) {
-    return static_cast<unsigned>(std::clamp<std::size_t>((work + 255) / 256, 1, 4096));
-  };
   const char* what = "launching the local pass";
   cudaError_t status =
       check_own_arguments(d_shard, L.length, d_out, "Mode::Exact sums at most 2^40 elements per output and rank", &what);
   if (status == cudaSuccess) status = engine::launch_repro_pieces<T>(plan, d_shard, pieces, stream);
   if (status == cudaSuccess) {
-    status = engine::launch(carry_pieces_kernel<A>, blocks(outputs * 32), kReproThreads, 0, stream, false,
+    status = engine::launch(carry_pieces_kernel<A>, blocks_for(outputs * 32), kReproThreads, 0, stream, false,
                             static_cast<const unsigned long long*>(pieces), plan.chunks(), outputs, rows);
   }
   if (status != cudaSuccess) {  // the other ranks still get their all-reduce (NaN)
@@ -690,7 +696,7 @@ cudaError_t reduce_axis_exact(void* d_temp, std::size_t& temp_bytes, Transport& 
   if (cudaError_t e = transport.all_reduce_sum(rows, totals, outputs * kWords, stream); e != cudaSuccess) {
     return fail(e, "all-reduce of the exact accumulators");
   }
-  status = engine::launch(finish_rows_kernel<A>, blocks(outputs * 32), kReproThreads, 0, stream, false,
+  status = engine::launch(finish_rows_kernel<A>, blocks_for(outputs * 32), kReproThreads, 0, stream, false,
                           static_cast<const std::int64_t*>(totals), outputs, static_cast<const unsigned*>(nullptr), d_out);
   return status == cudaSuccess ? cudaSuccess : fail(status, "launching the finish");
 }
@@ -700,20 +706,6 @@ cudaError_t reduce_axis_exact(void* d_temp, std::size_t& temp_bytes, Transport& 
 
 template <class T, class Op>
 inline constexpr bool kReproSum = std::is_floating_point_v<acc_t<T, Op>> && std::is_same_v<Op, Sum>;
-
-// Reproducible plan: the rank's grid for its shard (at most its whole tiles plus one cut tile).
-template <class T>
-cudaError_t repro_grid(std::size_t n_local, const Options& opt, unsigned& grid) {
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  engine::KernelFacts facts{};
-  if (cudaError_t e = engine::kernel_facts<shard_sum_kernel<T>, kReproThreads>(device, facts); e != cudaSuccess) return e;
-  const engine::ReproPlan plan = engine::plan_reproducible(n_local + kReproTile, engine::multiprocessors(device),
-                                                           facts.blocks_per_sm, opt.max_blocks,
-                                                           primitives::kExactRowWords<acc_t<T, Sum>>);
-  grid = plan.grid;
-  return cudaSuccess;
-}
 
 template <class T, class Op>
 cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
@@ -734,7 +726,9 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
     }
     if (opt.mode == Mode::Reproducible) {
       unsigned grid = 1;
-      if (cudaError_t e = repro_grid<T>(std::min(n_local, engine::kReproMaxElements - 1), opt, grid); e != cudaSuccess) {
+      // At most the shard's whole tiles plus one cut tile.
+      if (cudaError_t e = rows_grid<T, shard_sum_kernel<T>>(std::min(n_local, engine::kReproMaxElements - 1) + kReproTile, opt, grid);
+          e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible sum)");
       }
       constexpr unsigned kWords = primitives::kExactRowWords<A>;
