@@ -467,6 +467,31 @@ TEST(Family, LengthOneWithFewBlocks) {
   }
 }
 
+// ArgMax leaves the one-block path at half the built-ins' bytes (its kOneBlockDivisor), where Sum
+// keeps it; both sides of the limit give the first index of the maximum.
+TEST(Family, ArgMaxLeavesOneBlockEarlier) {
+  FASTREDUCE_REQUIRE_GPU();
+  using R = fr::engine::ArgReduction<float, fr::ArgMax>;
+  int device = 0, major = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const fr::engine::ArchPolicy& arch = fr::engine::policy_for(major);
+  const std::size_t limit = arch.one_block_max_bytes / 2 / sizeof(float);
+  std::mt19937_64 rng(test_seed());
+  const auto h = fresh_values<float>(limit + 64, rng, true);
+  Device<float> d(h);
+  for (std::size_t n : {limit - 1, limit, limit + 1, limit + 4, limit + 61}) {
+    fr::engine::Route route{};
+    ASSERT_EQ(fr::engine::describe_reduction<R>({d.buffer.get()}, n, {}, route), cudaSuccess);
+    EXPECT_EQ(route.path, n <= limit ? fr::engine::Path::OneBlock : fr::engine::Path::Small) << n;
+    EXPECT_EQ(route_of<float>(d.buffer.get(), n).path, fr::engine::Path::OneBlock) << n;
+    const auto best = std::max_element(h.begin(), h.begin() + std::ptrdiff_t(n));  // the first maximum
+    const fr::Indexed<float> got = fr::reduce(d.buffer.get(), n, fr::ArgMax{});
+    EXPECT_EQ(got.index, best - h.begin()) << n;
+    EXPECT_EQ(got.value, *best) << n;
+  }
+}
+
 TEST(Family, ReproducibleModeAndBadArguments) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = 100003;

@@ -58,6 +58,10 @@ struct ArgReduction {
   // Axes of length 1 stay on the tile path: the map kernel, which writes each 16-byte Indexed
   // from its own thread, measured slower (2^24 rows of 1 float on an H100: 270 against 207 us).
   static constexpr bool kMapPath = false;
+  // One block up to half the built-ins' bytes on sm_90: its thread state and index work made one
+  // block's pass over 2^16 floats in HBM take 10.5 us against 8.2-8.6 us for a small grid and its
+  // combine (H100, bench --ops, 2026-11-27; docs/notes.md). At 2^14 and 2^15 it keeps one block.
+  static constexpr std::size_t kOneBlockDivisor = 2;
   Op op;
 
   // Strictly better than `than`, or NaN where `than` is not.

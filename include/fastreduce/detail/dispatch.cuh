@@ -86,6 +86,14 @@ inline constexpr primitives::ResultType kSumResultType =
 template <class R>
 inline constexpr bool kHeavy = sizeof(typename R::State) > kHeavyStateBytes;
 
+// The share of sm_90's one-block bytes that R's one-block kernel takes (R::kOneBlockDivisor: 1/divisor
+// of it; 1 unless R says otherwise). Other architectures keep their limit: only the H100 was measured.
+template <class R>
+constexpr std::size_t one_block_divisor(int compute_major) {
+  if constexpr (requires { R::kOneBlockDivisor; }) return compute_major >= 9 ? R::kOneBlockDivisor : 1;
+  else return 1;
+}
+
 // The kernels of each path for reduction R with V elements a vector.
 template <class R, unsigned V>
 struct Kernels {
@@ -261,7 +269,8 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
     } else {
       constexpr auto kCombine = std::integral_constant<decltype(K::combine), K::combine>{};
       const std::size_t bytes = n * kRead;
-      const ArchPolicy& arch = policy_for(major);
+      ArchPolicy arch = policy_for(major);
+      arch.one_block_max_bytes /= one_block_divisor<R>(major);
       bool bulk_runs = false;
       KernelFacts bulk{};
       if constexpr (K::bulk_ok) {
