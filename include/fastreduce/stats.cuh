@@ -32,8 +32,11 @@
 // norm and the mean of floating-point inputs on the sum's reproducible and exact kernels (the L1
 // norm with each element's sign bit cleared as it is loaded, the mean with the total divided by
 // the count before its one rounding; Mode::Exact: the exact sum of |x|, and the exact sum divided
-// by n, rounded once into stat_t<T>, on every shape); the others are refused
-// (cudaErrorNotSupported).
+// by n, rounded once into stat_t<T>, on every shape); the L2 norm of float, half and bfloat16
+// inputs over one contiguous output (1-D), both modes alike: the exact sum of the squares (each
+// exact in double) rounded once to double, its square root rounded to double and then to float
+// (within an ulp of the correctly rounded norm; the bits a function of the data alone). The others
+// (and the L2 norm along an axis, over segments or of doubles) are refused (cudaErrorNotSupported).
 #pragma once
 
 #include <cmath>

@@ -742,7 +742,10 @@ def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
     result has x's dtype; L2 of doubles is scaled (Blue's sums: no overflow or underflow).
     p=inf is exact in every mode. p=1 has the sum's modes: mode="reproducible" (the same bits on
     every GPU) and mode="exact" (the exact sum of |x| rounded once, which float16/bfloat16 inputs
-    take with dtype=float32). p=2 raises RuntimeError in those modes."""
+    take with dtype=float32). p=2 has both modes for float32, float16 and bfloat16 inputs reduced
+    to one value (dim=None or every dim of a contiguous array; float16/bfloat16 with dtype=float32
+    in exact mode): the square root of the exact sum of squares, within an ulp of the correctly
+    rounded norm, the same bits in both modes; along a dim, or for float64, RuntimeError."""
     if ord is not None:
         p = ord
     which = _NORMS.get(p) if not isinstance(p, bool) else None
@@ -771,7 +774,7 @@ _ARG = ("argmax", "argmin")
 _FLOATS = {_F16, _BF16, _F32, _F64}
 _ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
 _EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
-_SUM_LIKE = ("norm1", "mean")  # the sums' reproducible and exact kernels (floating-point inputs)
+_SUM_LIKE = ("norm1", "mean", "norm2")  # the sums' reproducible and exact kernels (norm2: 1-D, engine-checked)
 _Values = collections.namedtuple("_Values", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
 max_result = collections.namedtuple("max", ["values", "indices"])
@@ -802,7 +805,11 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
         if op not in _SUM_LIKE:
             raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on "
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
-                               "argmax, argmin, mean, norm(p=1, inf)")
+                               "argmax, argmin, mean, norm(p=1, inf; p=2 to one value)")
+        if op == "norm2" and code == _F64:
+            raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet for float64 inputs "
+                               "or dtype=float64 (the squares of doubles need more than a double); float32, "
+                               "float16 and bfloat16 have it, with a float32 result")
         given = code if given is None else given
         result = given if result is None else result  # the result's dtype is the input's unless dtype= says
         if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):
@@ -847,6 +854,9 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
         out, out2 = result[1], 0
     if outputs > 0:
         folded = _fold(v.shape, v.strides, set(dims))
+        if (folded is not None and op == "norm2" and mode_code != 0 and folded[0] * folded[2] == 1
+                and folded[1] > 1 and folded[4] != 1):
+            folded = None  # the exact L2 norm reads one contiguous run: a strided one-value view is copied
         if folded is None:
             v = copy_contiguous(kept + list(dims))
             folded = (outputs, length, 1, length, 1, 1)

@@ -6,7 +6,9 @@
 // exact total by the count: in Mode::Exact it must be the exact quotient rounded once (the
 // reference's long division) on every shape, ties included; in Mode::Reproducible its bits must
 // not depend on the grid, and an output along an axis or a segment must equal the 1-D mean of its
-// elements alone.
+// elements alone. The L2 norm of float, half and bfloat16 inputs (1-D) is the square root of the
+// exact sum of squares: in both modes its bits must equal the big-integer reference's sum of the
+// squares rounded to double, its square root rounded to double, then to float.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -458,6 +460,206 @@ TEST(ExactOps, DoubleMeanIsTheExactQuotient) { check_mean_every_data_set<double>
 TEST(ExactOps, HalfMeanIsTheExactQuotient) { check_mean_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16MeanIsTheExactQuotient) { check_mean_every_data_set<__nv_bfloat16>(); }
 
+namespace {
+
+// The exact L2 norm's fixed rounding, on the host: the exact sum of the squares (each exact in
+// double) rounded once to double by the big-integer reference, its square root (IEEE, correctly
+// rounded) and that rounded to float.
+template <class T>
+double reference_sum_of_squares(const T* x, std::size_t n) {
+  fr::reference::ExactReference exact;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(fr::reference::widen(x[i]));
+    exact.add(d * d);
+  }
+  return exact.template rounded<double>();
+}
+template <class T>
+float reference_norm2(const T* x, std::size_t n) {
+  return static_cast<float>(std::sqrt(reference_sum_of_squares(x, n)));
+}
+
+template <class T>
+void check_l2(int kind) {
+  const std::size_t n = quick() ? 1100000 : 1500000;
+  const std::vector<T> x = exact_data<T>(kind, n, test_seed() + 40 + std::uint64_t(kind));
+  DeviceBuffer<T> dx(n);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = std::string(kExactDataSets[kind]) + ", " + (sizeof(T) == 2 ? "16-bit" : "float");
+  // 1-D: sizes around the tile and the grid, aligned and an element off, grids of 1, 3 and every
+  // resident block; both modes, and the one output of an Axis over the same elements.
+  for (std::size_t size : {std::size_t(0), std::size_t(1), std::size_t(33), std::size_t(4097), std::size_t(70001),
+                           std::size_t(1) << 20 | 3}) {
+    for (std::size_t offset : {0u, 1u}) {
+      const float expected = reference_norm2(x.data() + offset, size);
+      for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+        for (unsigned max_blocks : {0u, 1u, 3u}) {
+          const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+          const std::vector<float> got = run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+            return fr::reduce_async(temp, bytes, dx.get() + offset, out, size, fr::NormL2{}, 0, opt);
+          });
+          EXPECT_TRUE(same_result(got[0], expected)) << what << ", " << mode_name(mode) << ", n " << size << " + " << offset
+                                                     << ", max_blocks " << max_blocks << std::hexfloat << ": L2 "
+                                                     << got[0] << ", expected " << expected;
+        }
+        const fr::Axis axis{1, size, 1};
+        const std::vector<float> row = run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+          return fr::reduce_axis_async(temp, bytes, dx.get() + offset, out, axis, fr::NormL2{}, 0, fr::Options{.mode = mode});
+        });
+        EXPECT_TRUE(same_result(row[0], expected)) << what << ", " << mode_name(mode) << ": one row of " << size
+                                                   << std::hexfloat << ": L2 " << row[0] << ", expected " << expected;
+      }
+    }
+  }
+}
+
+// The float norm hides small errors of the sum of squares (a lost or doubled square far under
+// 2^-24 of the sum rounds away), so the sum itself is checked too: the library's block rows
+// (repro_block_row with squares, as exact_norm2_kernel runs them) and gather, rounded once to
+// double, against the big-integer reference's sum rounded to double, 29 bits finer.
+template <class T>
+__global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng::ReproArgs<T, float> args) {
+  __shared__ eng::ReproShared<double> shared;
+  const eng::ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
+  eng::repro_block_row<T, 1, true, false, true>(spans, args.rows, shared);
+}
+__global__ void __launch_bounds__(eng::kReproThreads) squares_total_kernel(const unsigned long long* rows, unsigned count,
+                                                                         double* out) {
+  __shared__ eng::ReproShared<double> shared;
+  const auto total = fr::primitives::gather_exact_rows<double, eng::kReproThreads / 32>(rows, count, shared);
+  if (total.limbs == nullptr) return;
+  const double s = fr::primitives::round_exact<double>(total.limbs, total.negative, total.special, threadIdx.x % 32);
+  if (threadIdx.x == 0) *out = s;
+}
+
+template <class T>
+double device_sum_of_squares(const T* d, std::size_t n, unsigned grid) {
+  DeviceBuffer<unsigned long long> rows(std::size_t(grid) * fr::primitives::kExactRowWords<double>);
+  DeviceBuffer<double> out(1);
+  out.poison();
+  const eng::ReproArgs<T, float> args{d, n, (n + eng::kReproTile - 1) / eng::kReproTile,
+                                      reinterpret_cast<std::uintptr_t>(d) % 16 == 0, rows.get(), nullptr,
+                                      fr::primitives::ResultType::Acc};
+  squares_rows_kernel<T><<<grid, eng::kReproThreads>>>(args);
+  squares_total_kernel<<<1, eng::kReproThreads>>>(rows.get(), grid, out.get());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return read_back(out.get());
+}
+
+
+template <class T>
+void check_sum_of_squares(const std::vector<T>& x, const std::string& what) {
+  DeviceBuffer<T> dx(x.size());
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+  for (std::size_t size : {std::size_t(1), std::size_t(33), std::size_t(4097), std::size_t(70001), x.size() - 1}) {
+    for (std::size_t offset : {0u, 1u}) {
+      if (size + offset > x.size()) continue;
+      const double expected = reference_sum_of_squares(x.data() + offset, size);
+      for (unsigned grid : {1u, 3u, 264u}) {
+        const double got = device_sum_of_squares(dx.get() + offset, size, grid);
+        EXPECT_TRUE(same_result(got, expected)) << what << ", n " << size << " + " << offset << ", grid " << grid
+                                                << std::hexfloat << ": sum of squares " << got << ", expected " << expected;
+      }
+    }
+  }
+}
+
+// A big element among k tiny ones whose squares are a quarter of the big square's double ulp:
+// k = 4098 puts the sum on a tie (a doubled square rounds it up), k = 4099 three quarters past
+// (a lost square lands on the tie, which rounds down). Random signs and places.
+template <class T>
+std::vector<T> quarter_ulp_data(std::size_t k, std::uint64_t seed) {
+  const double tiny = std::is_same_v<T, __half> ? std::ldexp(1.0, -14) : std::ldexp(1.0, -27);
+  std::vector<T> x(k + 1);
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i < k; ++i) x[i] = static_cast<T>(rng() % 2 ? tiny : -tiny);
+  x[k] = static_cast<T>(tiny * std::ldexp(1.0, 27));  // its square's double ulp is 4 tiny squares
+  std::shuffle(x.begin(), x.end(), rng);
+  return x;
+}
+
+template <class T>
+void check_l2_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) check_l2<T>(kind);
+  const std::size_t n = quick() ? 1100000 : 1500000;
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    check_sum_of_squares(exact_data<T>(kind, n, test_seed() + 80 + std::uint64_t(kind)),
+                         std::string("sum of squares, ") + kExactDataSets[kind]);
+  }
+  for (std::size_t k : {std::size_t(4098), std::size_t(4099)}) {
+    const std::vector<T> x = quarter_ulp_data<T>(k, test_seed() + k);
+    const double expected = reference_sum_of_squares(x.data(), x.size());
+    const double big = std::ldexp(static_cast<double>(std::is_same_v<T, __half> ? std::ldexp(1.0, -14) : std::ldexp(1.0, -27)), 27);
+    // The data are what they claim: the sum rounds to the even neighbour (k = 4098) or up (4099).
+    EXPECT_EQ(expected, big * big + (k == 4098 ? 1024.0 : 1025.0) * 4 * std::ldexp(big * big, -54)) << k;
+    DeviceBuffer<T> dx(x.size());
+    CUDA_OK(cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    for (unsigned grid : {1u, 3u, 264u}) {
+      const double got = device_sum_of_squares(dx.get(), x.size(), grid);
+      EXPECT_TRUE(same_bits(got, expected)) << "quarter-ulp squares, k " << k << ", grid " << grid << std::hexfloat
+                                            << ": " << got << ", expected " << expected;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(ExactOps, FloatNormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<float>(); }
+TEST(ExactOps, HalfNormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16NormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<__nv_bfloat16>(); }
+
+// The exact L2 norm takes one contiguous output only: along an axis, over segments, or for doubles
+// (whose squares need more than a double), both modes are refused before anything is written.
+TEST(ExactOps, NormL2HasTheModesIn1DOnly) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<float> in(1000);
+  DeviceBuffer<double> din(1000);
+  CUDA_OK(cudaMemset(in.get(), 0, 1000 * sizeof(float)));
+  CUDA_OK(cudaMemset(din.get(), 0, 1000 * sizeof(double)));
+  DeviceBuffer<std::int64_t> offsets(3);
+  const std::int64_t host_offsets[3] = {0, 400, 1000};
+  CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    const fr::Options opt{.mode = mode};
+    DeviceBuffer<float> out(8);
+    DeviceBuffer<double> dout(1);
+    out.poison();
+    // Calls with storage (not size queries), so that a launch would write the poisoned outputs.
+    DeviceBuffer<char> temp(1 << 20);
+    std::size_t bytes = 1 << 20;
+    const char* message = nullptr;
+    const fr::Axis strided{1, 500, 1, fr::Axis::kContiguous, 2, fr::Axis::kContiguous};  // one output, every other element
+    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, strided}) {
+      bytes = 1 << 20;
+      EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, in.get(), out.get(), axis, fr::NormL2{}, 0, opt),
+                cudaErrorNotSupported)
+          << axis.outer << " x " << axis.length << " x " << axis.inner;
+    }
+    bytes = 1 << 20;
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, in.get(), out.get(), 2, offsets.get(), offsets.get() + 1,
+                                        fr::NormL2{}, 0, opt),
+              cudaErrorNotSupported);
+    bytes = 1 << 20;
+    EXPECT_EQ(fr::reduce_async(temp.get(), bytes, din.get(), dout.get(), 1000, fr::NormL2{}, 0, opt), cudaErrorNotSupported);
+    // The same strided view in fast mode is accepted (the refusal is the mode's).
+    bytes = 1 << 20;
+    EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, in.get(), out.get() + 4, strided, fr::NormL2{}, 0, fr::Options{}),
+              cudaSuccess);
+    // The message names the shape.
+    EXPECT_EQ(eng::axis_temp_bytes<eng::l2_reduction<float>>(fr::Axis{2, 500, 1}, {in.get()}, opt, 0, bytes, &message),
+              cudaErrorNotSupported);
+    ASSERT_NE(message, nullptr);
+    EXPECT_NE(std::string(message).find("one contiguous output"), std::string::npos) << message;
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<float> after = copy_back<float>(out, 8);
+    for (std::size_t q = 0; q < 8; ++q) {
+      if (q != 4) EXPECT_EQ(std::bit_cast<std::uint32_t>(after[q]), 0xA5A5A5A5u) << "output " << q << " was written";
+    }
+    EXPECT_NE(std::bit_cast<std::uint32_t>(after[4]), 0xA5A5A5A5u) << "the fast call wrote nothing";
+  }
+}
+
 // The family's other sum-like ops keep refusing the modes, with the message naming what has them.
 TEST(ExactOps, OpsWithoutAnExactFormAreRefused) {
   FASTREDUCE_REQUIRE_GPU();
@@ -466,7 +668,6 @@ TEST(ExactOps, OpsWithoutAnExactFormAreRefused) {
   for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
     const fr::Options opt{.mode = mode};
     std::size_t bytes = 0;
-    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::NormL2{}, 0, opt), cudaErrorNotSupported);
     EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Var{}, 0, opt), cudaErrorNotSupported);
     EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Std{}, 0, opt), cudaErrorNotSupported);
     // Integers' L1 norm and mean (doubles of int64 values) have no such form either.

@@ -203,8 +203,13 @@ def test_family_type_and_mode_rules():
         C._family_check("dot", "dot", C._F64, "reproducible", False)
     with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
         C._family_check("var", "var", C._F64, "exact", False)
-    with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
-        C._family_check("norm", "norm2", C._F32, "exact", False, C._F32)
+    # The L2 norm has both modes to one value (the engine refuses the other shapes and float64).
+    assert C._family_check("norm", "norm2", C._F32, "exact", False, C._F32) == 2
+    assert C._family_check("norm", "norm2", C._BF16, "reproducible", False) == 1
+    with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):
+        C._family_check("norm", "norm2", C._F16, "exact", False)
+    with pytest.raises(RuntimeError, match="no form of this op yet for float64"):
+        C._family_check("norm", "norm2", C._F64, "reproducible", False)
     # The L1 norm has the sum's modes; exact results are rounded once, into float32 or float64.
     assert C._family_check("norm", "norm1", C._F32, "exact", False) == 2
     with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):

@@ -439,8 +439,37 @@ def test_norm1_has_the_sums_modes(dtype):
         with pytest.raises(RuntimeError, match="rounded twice"):
             fr.norm(_seeded((100,), dtype), 1, mode="exact")
         assert fr.norm(_seeded((100,), dtype), 1, mode="reproducible").dtype == dtype
-    with pytest.raises(RuntimeError, match="no form of this op"):
-        fr.norm(_seeded((100,), dtype), 2, mode="exact")
+    with pytest.raises(RuntimeError, match="no form of this op" if dtype == torch.float64 else "one contiguous output"):
+        fr.norm(_seeded((100, 7), dtype), 2, dim=1, mode="exact", **wide)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_norm2_has_the_exact_modes_to_one_value(dtype):
+    """norm(p=2) to one value in both modes: the square root of the exact sum of squares (here
+    math.fsum of the squares, each exact in double: the correctly rounded double sum), rounded to
+    double, then to float32; the same bits in both modes, for every length and alignment."""
+    import struct
+    wide = {} if dtype == torch.float32 else {"dtype": torch.float32}
+    for n in (0, 1, 33, 4097, 100003, (1 << 20) + 3):
+        for offset in (0, 1):
+            x = (_seeded((n + offset,), dtype) - 0.5) * 3
+            x = x[offset:]
+            values = x.double().cpu().tolist()
+            root = math.sqrt(math.fsum(v * v for v in values))
+            want = struct.unpack("f", struct.pack("f", root))[0]  # round to nearest float32
+            for mode in ("exact", "reproducible"):
+                r = fr.norm(x, 2, mode=mode, **wide)
+                assert r.dtype == torch.float32 and r.item() == want, (n, offset, mode, r.item(), want)
+    # One value of a strided view (copied to one contiguous run first), and of every dim of a 2-D array.
+    x = (_seeded((20001,), dtype) - 0.5) * 3
+    for v in (x[::2], x[:20000].reshape(100, 200)):
+        values = v.double().cpu().flatten().tolist()
+        want = struct.unpack("f", struct.pack("f", math.sqrt(math.fsum(a * a for a in values))))[0]
+        assert fr.norm(v, 2, mode="exact", **wide).item() == want
+        assert fr.norm(v, 2, dim=tuple(range(v.dim())), mode="reproducible", **wide).item() == want
+    if wide:
+        with pytest.raises(RuntimeError, match="rounded twice"):
+            fr.norm(_seeded((100,), dtype), 2, mode="exact")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -610,8 +639,8 @@ def test_family_errors_and_dtypes():
         fr.mean(x, mode="compensated")
     for mode in ("reproducible", "exact"):
         for f in (lambda: fr.std(x, mode=mode), lambda: fr.var(x, mode=mode),
-                  lambda: fr.norm(x, 2, mode=mode), lambda: fr.dot(x[0], x[1], mode=mode)):
-            with pytest.raises(RuntimeError, match=mode):
+                  lambda: fr.norm(x, 2, dim=1, mode=mode), lambda: fr.dot(x[0], x[1], mode=mode)):
+            with pytest.raises(RuntimeError, match=f"(?i){mode}"):  # norm: the engine's "Mode::Exact: ..."
                 f()
     with pytest.raises(ValueError, match="correction"):
         fr.var(x, correction=-1)

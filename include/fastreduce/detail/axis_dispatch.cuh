@@ -113,7 +113,10 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
   if (const char* error = resolve_axis(axis, out.layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  // One contiguous output (or none): the 1-D engine's (AxisPath::Flat).
+  const bool one_output = out.layout.outputs() == 0 ||
+                          (out.layout.outputs() == 1 && (out.layout.length_stride == 1 || out.layout.length <= 1));
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, one_output); e != cudaSuccess) return e;
   if (repro_sum && out.layout.length >= kReproMaxElements) {
     return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements per output"
                                                                : "Mode::Reproducible sums at most 2^40 elements per output");
@@ -538,7 +541,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, false); e != cudaSuccess) return e;
   const bool exact = repro_sum && opt.mode == Mode::Exact;  // Mode::Exact's lanes
   const int sms = multiprocessors(device);
   SegmentPlan plan{};

@@ -177,9 +177,10 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
 
 // What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
 // set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
-// order), or cudaErrorNotSupported.
+// order), or cudaErrorNotSupported. `one_output`: the reduction has one contiguous output (the 1-D
+// reduce), the only shape of the exact L2 norm (kSquareSum, both modes on Mode::Exact's lanes).
 template <class R>
-cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message) {
+cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool one_output) {
   repro_sum = false;
   if (opt.mode == Mode::Fast) return cudaSuccess;
   if (opt.mode != Mode::Reproducible && opt.mode != Mode::Exact) {
@@ -187,15 +188,25 @@ cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** 
   }
   if constexpr (is_exact_sum_v<R>) {
     repro_sum = true;
+  } else if constexpr (kSquareSum<R>) {
+    if (!one_output) {
+      return planning_error(message, cudaErrorNotSupported,
+                            opt.mode == Mode::Exact
+                                ? "Mode::Exact: the L2 norm has this mode over one contiguous output only (the 1-D "
+                                  "reduce), not along an axis or over segments"
+                                : "Mode::Reproducible: the L2 norm has this mode over one contiguous output only (the "
+                                  "1-D reduce), not along an axis or over segments");
+    }
+    repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
                           opt.mode == Mode::Exact
                               ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, and ops whose "
-                                "result is exact)"
+                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the 1-D L2 norm "
+                                "of float, half and bfloat16, and ops whose result is exact)"
                               : "Mode::Reproducible: this op's result depends on the order of its floating-point "
                                 "operations (reproducible forms: Sum, the mean and the L1 norm of floating-point "
-                                "types, and ops whose result is exact)");
+                                "types, the 1-D L2 norm of float, half and bfloat16, and ops whose result is exact)");
   }
   return cudaSuccess;
 }
@@ -217,7 +228,7 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   out.vectors = vectors >= 0 ? vectors == 1 && kVecOf<R> > 1 : vectors_fit<R>(in);
 
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
   if (repro_sum) {
     if constexpr (is_exact_sum_v<R>) {
       using A = acc_t<T, Sum>;
@@ -235,6 +246,23 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
         return fail(e, "no kernel image for this GPU (reproducible combine)");
       }
       out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
+      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
+                             dependent_possible && finish.ptx_version >= 90);
+      return cudaSuccess;
+    } else if constexpr (kSquareSum<R>) {
+      out.exact = true;  // Mode::Reproducible too: the exact result is reproducible
+      if (n >= kReproMaxElements) {
+        return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"
+                                                                   : "Mode::Reproducible sums at most 2^40 elements");
+      }
+      KernelFacts main{}, finish{};
+      if (cudaError_t e = kernel_facts<exact_norm2_kernel<T>, kReproThreads>(device, main); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact L2 norm)");
+      }
+      if (cudaError_t e = kernel_facts<exact_norm2_finish_kernel<float>, kReproThreads>(device, finish); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact L2 norm's combine)");
+      }
+      out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<double>);
       out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
                              dependent_possible && finish.ptx_version >= 90);
       return cudaSuccess;
@@ -330,6 +358,18 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
         status = launch(repro_finish_kernel<A, primitives::kDividesBy<kExactOpOf<R>>>, 1, kReproThreads, 0, stream,
                         r.dependent_launch, static_cast<const unsigned long long*>(rows), r.grid,
                         reinterpret_cast<A*>(d_out), kSumResultType<R>, std::uint64_t(n));
+      }
+      return status;
+    } else if constexpr (kSquareSum<R>) {
+      using T = typename R::Input;
+      static_assert(std::is_same_v<typename R::Out, float>, "the exact L2 norm's result is a float");
+      auto* rows = static_cast<unsigned long long*>(d_temp);
+      ReproArgs<T, float> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows, d_out,
+                               primitives::ResultType::Acc};
+      cudaError_t status = launch(exact_norm2_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
+      if (status == cudaSuccess && r.combine_kernel) {
+        status = launch(exact_norm2_finish_kernel<float>, 1, kReproThreads, 0, stream, r.dependent_launch,
+                        static_cast<const unsigned long long*>(rows), r.grid, d_out);
       }
       return status;
     }

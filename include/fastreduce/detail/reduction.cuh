@@ -152,6 +152,11 @@ inline constexpr bool kMagnitudeSum = false;
 // floating-point inputs (specialised in stat_reductions.cuh).
 template <class R>
 inline constexpr bool kMeanSum = false;
+// Reductions they serve as the sum of their elements' squares, whose square root is the result:
+// the family's L2 norm of float, half and bfloat16 inputs (specialised in stat_reductions.cuh),
+// on one contiguous output (the 1-D reduce).
+template <class R>
+inline constexpr bool kSquareSum = false;
 
 // A reduction may refuse its own parameters (a negative variance correction): `valid(message)`.
 template <class R>

@@ -128,20 +128,39 @@ __device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2])
   return {join.sum, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), join.error)};
 }
 
+// What an exact double lane adds for element x: x itself (a double), or (Square: the L2 norm of
+// float, half and bfloat16 inputs) its square in double, which is exact (a 48-bit significand
+// between 2^-298 and 2^256) and never contracted into an FMA with the addition it feeds.
+template <bool Square, class E>
+__device__ __forceinline__ double lane_value(const E& x) {
+  if constexpr (Square) {
+    const double d = static_cast<double>(primitives::to_acc<float>(x));
+    return __dmul_rn(d, d);
+  } else {
+    static_assert(std::is_same_v<E, double>, "exact double lanes add doubles, or squares");
+    return x;
+  }
+}
+
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
 // Exact lanes hand what would round to `spill`: float-valued sums element by element (the
-// lane's own limbs), doubles once per vector (spill(pending) with the two chains' leftovers, 0
-// where none: the warp's row of limbs, WarpSpillRow).
-template <class T, class L, class Spill>
+// lane's own limbs), double lanes once per pair of elements (spill(pending) with the two chains'
+// leftovers, 0 where none: the warp's row of limbs, WarpSpillRow). Square: the elements' squares
+// (exact double lanes only).
+template <class T, class L, bool Square = false, class Spill>
 __device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, Spill& spill) {
+  static_assert(!Square || std::is_same_v<L, ExactDoubleLane>, "squares go to the exact double lanes");
   if constexpr (std::is_same_v<L, ExactDoubleLane>) {
     double pending[2] = {0.0, 0.0};
 #pragma unroll
     for (unsigned c = 0; c < kVecElems<T>; ++c) {
-      const double left = lanes[c % 2].add(v.elem[c]);
-      if (left != 0.0) pending[c % 2] = left;  // a vector of two doubles: one element per chain
+      const double left = lanes[c % 2].add(lane_value<Square>(v.elem[c]));
+      if (left != 0.0) pending[c % 2] = left;  // one element per chain between two spills
+      if (c % 2 == 1) {
+        spill(pending);
+        pending[0] = pending[1] = 0.0;
+      }
     }
-    spill(pending);
   } else {
 #pragma unroll
     for (unsigned c = 0; c < kVecElems<T>; ++c) {
@@ -161,20 +180,25 @@ template <class T>
 inline constexpr unsigned kLaneVectors = kReproTile / kVecElems<T> / 32;  // a lane's vectors per tile
 template <class T>
 inline constexpr unsigned kBatch = std::min(sizeof(T) == 2 ? kReproLoadBatch / 2 : kReproLoadBatch, kLaneVectors<T>);
+// Squares (the exact L2 norm) take half a batch: their double lanes need the registers, and a kernel
+// of at most 128 registers a thread runs two blocks an SM, whose warps hide the double additions'
+// latency.
+template <class T, bool Square = false>
+inline constexpr unsigned kBatchOf = Square ? kBatch<T> / 2 : kBatch<T>;
 
-template <class T>
-__device__ __forceinline__ void load_batch(Vec<T> (&batch)[kBatch<T>], const T* in, std::size_t n,
+template <class T, unsigned B>
+__device__ __forceinline__ void load_batch(Vec<T> (&batch)[B], const T* in, std::size_t n,
                                            std::size_t tile, unsigned b, bool aligned, unsigned lane) {
   constexpr unsigned V = kVecElems<T>;
   const std::size_t base = tile * kReproTile;
   if (aligned && base + kReproTile <= n) {
     const Vec<T>* v = reinterpret_cast<const Vec<T>*>(in + base) + lane;
 #pragma unroll
-    for (unsigned j = 0; j < kBatch<T>; ++j) batch[j] = primitives::load_vec(v + (b * kBatch<T> + j) * 32);
+    for (unsigned j = 0; j < B; ++j) batch[j] = primitives::load_vec(v + (b * B + j) * 32);
   } else {
 #pragma unroll
-    for (unsigned j = 0; j < kBatch<T>; ++j) {
-      const std::size_t first = base + (std::size_t(b * kBatch<T> + j) * 32 + lane) * V;
+    for (unsigned j = 0; j < B; ++j) {
+      const std::size_t first = base + (std::size_t(b * B + j) * 32 + lane) * V;
 #pragma unroll
       for (unsigned c = 0; c < V; ++c) batch[j].elem[c] = first + c < n ? in[first + c] : T(0.0f);
     }
@@ -189,11 +213,11 @@ inline constexpr bool kExactLane = std::is_same_v<L, ExactFloatLane> || std::is_
 
 // Mode::Exact's hot loop: one vector into the lane's two chains with try_add (add_vector's
 // order); `exact` and-ed with whether every addition was exact.
-template <class T, class L>
+template <class T, class L, bool Square = false>
 __device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool exact) {
 #pragma unroll
   for (unsigned c = 0; c < kVecElems<T>; ++c) {
-    if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(v.elem[c]) & exact;
+    if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(lane_value<Square>(v.elem[c])) & exact;
     else exact = lanes[c % 2].try_add(primitives::to_acc<float>(v.elem[c])) & exact;
   }
   return exact;
@@ -203,19 +227,19 @@ __device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool 
 // (past n: +0.0, as load_batch), and added with spills, from the lane sums the batch started
 // with. Only the lanes whose batch had an inexact addition come here (every spill is a lane's
 // own). A loop, not unrolled: one copy of the spill's code per batch of the hot loop. Abs: the
-// elements' magnitudes (the L1 norm).
-template <class T, bool Abs, class L, class Spill>
+// elements' magnitudes (the L1 norm); Square: their squares (the L2 norm).
+template <class T, bool Abs, bool Square, class L, class Spill>
 __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std::size_t n, std::size_t tile,
                                                 unsigned b, unsigned lane, Spill& spill) {
   constexpr unsigned V = kVecElems<T>;
 #pragma unroll 1
-  for (unsigned j = 0; j < kBatch<T>; ++j) {
-    const std::size_t first = tile * kReproTile + (std::size_t(b * kBatch<T> + j) * 32 + lane) * V;
+  for (unsigned j = 0; j < kBatchOf<T, Square>; ++j) {
+    const std::size_t first = tile * kReproTile + (std::size_t(b * kBatchOf<T, Square> + j) * 32 + lane) * V;
     Vec<T> v;
 #pragma unroll
     for (unsigned c = 0; c < V; ++c) v.elem[c] = first + c < n ? in[first + c] : T(0.0f);
     if constexpr (Abs) v = primitives::magnitudes(v);
-    add_vector<T>(lanes, v, spill);
+    add_vector<T, L, Square>(lanes, v, spill);
   }
 }
 
@@ -223,38 +247,39 @@ __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std:
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
 // (of this tile or the next) are in flight while the current batch is added. After each tile,
 // add_tile(lanes) takes the lane's two accumulators. Abs: each element's magnitude instead (the
-// sign bits cleared as the batch is taken from the loads).
-template <class L, bool Abs, class T, class Spill, class AddTile>
+// sign bits cleared as the batch is taken from the loads); Square: its square (exact double lanes).
+template <class L, bool Abs, bool Square = false, class T, class Spill, class AddTile>
 __device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
                                                std::size_t step, bool aligned, unsigned lane, Spill& spill,
                                                AddTile&& add_tile) {
-  constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / kBatch<T>;
-  static_assert(batches * kBatch<T> * 32 * kVecElems<T> == kReproTile);
+  constexpr unsigned B = kBatchOf<T, Square>;
+  constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / B;
+  static_assert(batches * B * 32 * kVecElems<T> == kReproTile);
   if (first >= tiles) return;
-  Vec<T> next[kBatch<T>];
+  Vec<T> next[B];
   load_batch(next, in, n, first, 0, aligned, lane);
   for (std::size_t tile = first; tile < tiles; tile += step) {
     L lanes[2];
 #pragma unroll
     for (unsigned b = 0; b < batches; ++b) {
-      Vec<T> current[kBatch<T>];
+      Vec<T> current[B];
 #pragma unroll
-      for (unsigned j = 0; j < kBatch<T>; ++j) current[j] = primitives::magnitudes_if<Abs>(next[j]);
+      for (unsigned j = 0; j < B; ++j) current[j] = primitives::magnitudes_if<Abs>(next[j]);
       if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
       else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
       if constexpr (kExactLane<L>) {
         const L saved[2] = {lanes[0], lanes[1]};
         bool exact = true;
 #pragma unroll
-        for (unsigned j = 0; j < kBatch<T>; ++j) exact = try_vector<T>(lanes, current[j], exact);
+        for (unsigned j = 0; j < B; ++j) exact = try_vector<T, L, Square>(lanes, current[j], exact);
         if (!exact) {
           lanes[0] = saved[0];
           lanes[1] = saved[1];
-          add_batch_again<T, Abs>(lanes, in, n, tile, b, lane, spill);
+          add_batch_again<T, Abs, Square>(lanes, in, n, tile, b, lane, spill);
         }
       } else {
 #pragma unroll
-        for (unsigned j = 0; j < kBatch<T>; ++j) add_vector<T>(lanes, current[j], spill);
+        for (unsigned j = 0; j < B; ++j) add_vector<T>(lanes, current[j], spill);
       }
     }
     add_tile(lanes);
@@ -375,21 +400,23 @@ __device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exac
 }
 
 // The same for double sums, into the warp's accumulator. Exact: `spill_row` and `spill_flags`,
-// the warp's row of ExactSum<double>::kLimbs words and a flags word in shared memory.
-template <bool Exact, bool Abs = false>
-__device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& exact, const double* in, std::size_t n,
+// the warp's row of ExactSum<double>::kLimbs words and a flags word in shared memory. Square: the
+// squares of float, half or bfloat16 elements, each exact in double, on the exact double lanes.
+template <bool Exact, bool Abs = false, bool Square = false, class T = double>
+__device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& exact, const T* in, std::size_t n,
                                                  std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
                                                  unsigned lane, long long* spill_row = nullptr,
                                                  unsigned* spill_flags = nullptr) {
   if constexpr (Exact) {
     WarpSpillRow spill(spill_row, spill_flags, lane);
-    sum_tiles_with<ExactDoubleLane, Abs>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
+    sum_tiles_with<ExactDoubleLane, Abs, Square>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
       add_exact_double_tile(exact, lanes, lane, spill);
       // A tile hands on at most two pieces per limb per element: after a tile that did, the row
       // joins the accumulator, which is carried, so that no limb comes near 2^63.
       if (spill.flush(exact, lane)) exact.carry(lane);
     });
   } else {
+    static_assert(!Square && std::is_same_v<T, double>, "the reproducible double lanes sum doubles");
     sum_tiles<Abs>(in, n, tiles, first, step, aligned, lane, [&](DoubleLane (&lanes)[2]) {
       exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
     });
@@ -406,14 +433,20 @@ struct ReproSpan {
   bool aligned;
 };
 
+// The accumulator format of the exact kernels: the sum's (acc_t), or double for the squares of
+// float, half and bfloat16 inputs (Square), which reach below a float's lowest bit.
+template <class T, bool Square = false>
+using exact_acc_t = std::conditional_t<Square, double, acc_t<T, Sum>>;
+
 // The block's share of every span's tiles (tiles round the grid's warps, blocks first, so that a
 // small input still spreads over many SMs), summed into its warps' exact accumulators; stores
 // the block's row of limbs at rows + blockIdx.x * kExactRowWords. Ends with the block's threads
-// done with `shared`.
-template <class T, std::size_t Spans, bool Exact = false, bool Abs = false>
+// done with `shared`. Square: the elements' squares (Exact only).
+template <class T, std::size_t Spans, bool Exact = false, bool Abs = false, bool Square = false>
 __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Spans], unsigned long long* rows,
-                                                ReproShared<acc_t<T, Sum>>& shared) {
-  using A = acc_t<T, Sum>;
+                                                ReproShared<exact_acc_t<T, Square>>& shared) {
+  static_assert(!Square || (Exact && !Abs), "squares take Mode::Exact's lanes");
+  using A = exact_acc_t<T, Square>;
   constexpr unsigned warps = kReproThreads / 32;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
@@ -434,8 +467,8 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     __shared__ unsigned spill_flags[warps];
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      add_double_tiles<Exact, Abs>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane,
-                              spill_rows[Exact ? warp : 0], &spill_flags[warp]);
+      add_double_tiles<Exact, Abs, Square>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step,
+                                           spans[s].aligned, lane, spill_rows[Exact ? warp : 0], &spill_flags[warp]);
     }
   }
   unsigned long long* row = rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;
@@ -466,6 +499,40 @@ __global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsig
   __shared__ ReproShared<A> shared;
   primitives::wait_for_prior_grid();
   primitives::finish_exact_rows<primitives::AnyNarrow, Divide>(rows, count, shared, out, result, divisor);
+}
+
+// The L2 norm of float, half and bfloat16 inputs in Mode::Exact and Mode::Reproducible: one block
+// adds rows[0 .. count) and stores the square root of the exact sum of squares, the sum rounded
+// once to double, its square root rounded to double, then to float (within an ulp of the
+// correctly rounded norm; the bits a function of the data alone).
+__device__ __forceinline__ void finish_norm2_rows(const unsigned long long* rows, unsigned count,
+                                                  ReproShared<double>& shared, float* out) {
+  const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
+  if (total.limbs == nullptr) return;
+  const unsigned lane = threadIdx.x % 32;
+  const double squares = primitives::round_exact<double>(total.limbs, total.negative, total.special, lane);
+  if (lane == 0) *out = __double2float_rn(__dsqrt_rn(squares));
+}
+
+// Each block adds the squares of its tiles exactly (the exact double lanes, as a double sum's) and
+// stores its row; a grid of one block finishes its own row, a larger one leaves the rows to
+// exact_norm2_finish_kernel.
+template <class T>
+__global__ void __launch_bounds__(kReproThreads, 2) exact_norm2_kernel(ReproArgs<T, float> args) {
+  __shared__ ReproShared<double> shared;
+  const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
+  repro_block_row<T, 1, true, false, true>(spans, args.rows, shared);
+  if (gridDim.x == 1) finish_norm2_rows(args.rows, 1, shared, args.out);
+}
+
+// One block, after exact_norm2_kernel's grid. (A template, so that every translation unit that
+// includes this header may instantiate it.)
+template <class Out = float>
+__global__ void __launch_bounds__(kReproThreads) exact_norm2_finish_kernel(const unsigned long long* rows, unsigned count,
+                                                                           Out* out) {
+  __shared__ ReproShared<double> shared;
+  primitives::wait_for_prior_grid();
+  finish_norm2_rows(rows, count, shared, out);
 }
 
 }  // namespace fastreduce::engine

@@ -311,6 +311,12 @@ using inf_reduction = Transformed<T, NoInput, AbsWide, MaxAbs, double, Cast<stat
 template <class T>
 using l2_reduction = std::conditional_t<std::is_same_v<T, double>, Transformed<double, NoInput, ToBlue, BlueSum, Blue, BlueRoot>,
                                         Transformed<T, NoInput, SquareWide, Sum, double, Root<stat_t<T>>>>;
+// Mode::Reproducible and Mode::Exact: the L2 norm of float, half and bfloat16 inputs is the square
+// root of the exact sum of their squares (each exact in double), 1-D.
+template <class T, class F>
+inline constexpr bool kSquareSum<Transformed<T, NoInput, SquareWide, Sum, double, F>> =
+    (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
+    std::is_same_v<F, Root<stat_t<T>>>;
 template <class T>
 using dot_reduction = Transformed<T, T, MultiplyWide, Sum, std::conditional_t<std::is_integral_v<T>, std::int64_t, double>,
                                   Cast<dot_t<T>>>;
