@@ -139,7 +139,7 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   if (outputs == 0) return AxisPath::Nothing;
   if (layout.length == 0) return AxisPath::Identity;
   const bool rows_contiguous = layout.length_stride == 1 || layout.length == 1;
-  if (outputs == 1 && rows_contiguous) return AxisPath::Flat;
+  if (layout.one_contiguous_output()) return AxisPath::Flat;
   if (reproducible_sum) return rows_contiguous ? AxisPath::ReproRows : AxisPath::ReproColumns;
   const std::size_t row_bytes = layout.length * elem_size;
   const bool contiguous_rows = layout.inner == 1 && rows_contiguous &&

@@ -744,24 +744,23 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
         return settled == Carver::Settled::Query ? cudaSuccess : fail(cudaErrorInvalidValue, kShortStorage);
       }
       const char* what = "launching the slot kernel";
-      if (cudaError_t e = check_own_arguments(d_shard, n_local, d_out, "Mode::Reproducible sums at most 2^40 elements", &what);
-          e != cudaSuccess) {
-        join_repro_with_nan_rows<A>(transport, send, slots, kSlotBytes<T>, row, total, 1, stream);
-        return fail(e, what);
+      cudaError_t status =
+          check_own_arguments(d_shard, n_local, d_out, "Mode::Reproducible sums at most 2^40 elements", &what);
+      if (status == cudaSuccess) {
+        const unsigned pack_blocks =
+            static_cast<unsigned>(std::min<std::size_t>((std::min(n_local, kReproTile) + 255) / 256, 16));
+        status = engine::launch(pack_slot_kernel<T>, std::max(pack_blocks, 1u), 256, 0, stream, false, d_shard, n_local, send);
       }
-      const unsigned pack_blocks = static_cast<unsigned>(std::min<std::size_t>((std::min(n_local, kReproTile) + 255) / 256, 16));
-      if (cudaError_t e = engine::launch(pack_slot_kernel<T>, std::max(pack_blocks, 1u), 256, 0, stream, false, d_shard,
-                                         n_local, send);
-          e != cudaSuccess) {
+      if (status != cudaSuccess) {  // the other ranks still get both collectives (NaN)
         join_repro_with_nan_rows<A>(transport, send, slots, kSlotBytes<T>, row, total, 1, stream);
-        return fail(e, what);
+        return fail(status, what);
       }
       if (cudaError_t e = transport.all_gather(send, slots, kSlotBytes<T>, stream); e != cudaSuccess) {
         return fail(e, "all-gather of the shards' first tiles");
       }
       const auto* gathered_slots = static_cast<const unsigned char*>(slots);
-      cudaError_t status = engine::launch(locate_kernel<T>, 1, kReproThreads, 0, stream, false, gathered_slots, ranks,
-                                          static_cast<unsigned>(transport.rank()), d_shard, work, cut);
+      status = engine::launch(locate_kernel<T>, 1, kReproThreads, 0, stream, false, gathered_slots, ranks,
+                              static_cast<unsigned>(transport.rank()), d_shard, work, cut);
       if (status == cudaSuccess) {
         status = engine::launch(shard_sum_kernel<T>, grid, kReproThreads, 0, stream, false,
                                 static_cast<const ShardWork<T>*>(work), static_cast<const T*>(cut), rows);

@@ -515,8 +515,7 @@ void check_l2(int kind) {
 
 // The float norm hides small errors of the sum of squares (a lost or doubled square far under
 // 2^-24 of the sum rounds away), so the sum itself is checked too: the library's block rows
-// (repro_block_row with squares, as exact_norm2_kernel runs them) and gather, rounded once to
-// double, against the big-integer reference's sum rounded to double, 29 bits finer.
+// (repro_block_row with squares, as exact_norm2_kernel runs them) and sum_of_squares_rows, against the big-integer reference's sum rounded to double, 29 bits finer.
 template <class T>
 __global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng::ReproArgs<T, float> args) {
   __shared__ eng::ReproShared<double> shared;
@@ -526,10 +525,8 @@ __global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng
 __global__ void __launch_bounds__(eng::kReproThreads) squares_total_kernel(const unsigned long long* rows, unsigned count,
                                                                          double* out) {
   __shared__ eng::ReproShared<double> shared;
-  const auto total = fr::primitives::gather_exact_rows<double, eng::kReproThreads / 32>(rows, count, shared);
-  if (total.limbs == nullptr) return;
-  const double s = fr::primitives::round_exact<double>(total.limbs, total.negative, total.special, threadIdx.x % 32);
-  if (threadIdx.x == 0) *out = s;
+  double squares = 0.0;
+  if (eng::sum_of_squares_rows(rows, count, shared, squares)) *out = squares;
 }
 
 template <class T>

@@ -113,9 +113,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
   if (const char* error = resolve_axis(axis, out.layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
   bool repro_sum = false;
-  // One contiguous output (or none): the 1-D engine's (AxisPath::Flat).
-  const bool one_output = out.layout.outputs() == 0 ||
-                          (out.layout.outputs() == 1 && (out.layout.length_stride == 1 || out.layout.length <= 1));
+  const bool one_output = out.layout.outputs() == 0 || out.layout.one_contiguous_output();
   if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, one_output); e != cudaSuccess) return e;
   if (repro_sum && out.layout.length >= kReproMaxElements) {
     return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements per output"

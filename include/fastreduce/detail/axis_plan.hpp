@@ -51,6 +51,10 @@ struct AxisLayout {
   std::size_t outer = 1, length = 0, inner = 1;
   std::int64_t outer_stride = 0, length_stride = 0, inner_stride = 0;
   [[nodiscard]] std::size_t outputs() const { return outer * inner; }
+  // One output over contiguous elements (or a single one): the 1-D engine's (AxisPath::Flat).
+  [[nodiscard]] bool one_contiguous_output() const {
+    return outputs() == 1 && (length_stride == 1 || length <= 1);
+  }
 };
 
 // Fills in the contiguous strides and checks that the element count and every element's offset

@@ -505,13 +505,20 @@ __global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsig
 // adds rows[0 .. count) and stores the square root of the exact sum of squares, the sum rounded
 // once to double, its square root rounded to double, then to float (within an ulp of the
 // correctly rounded norm; the bits a function of the data alone).
+// The sum of the squares alone: rounded once to double into `squares`, in thread 0 (which returns
+// true); every other thread returns false.
+__device__ __forceinline__ bool sum_of_squares_rows(const unsigned long long* rows, unsigned count,
+                                                    ReproShared<double>& shared, double& squares) {
+  const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
+  if (total.limbs == nullptr) return false;
+  const unsigned lane = threadIdx.x % 32;
+  squares = primitives::round_exact<double>(total.limbs, total.negative, total.special, lane);
+  return lane == 0;
+}
 __device__ __forceinline__ void finish_norm2_rows(const unsigned long long* rows, unsigned count,
                                                   ReproShared<double>& shared, float* out) {
-  const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
-  if (total.limbs == nullptr) return;
-  const unsigned lane = threadIdx.x % 32;
-  const double squares = primitives::round_exact<double>(total.limbs, total.negative, total.special, lane);
-  if (lane == 0) *out = __double2float_rn(__dsqrt_rn(squares));
+  double squares = 0.0;
+  if (sum_of_squares_rows(rows, count, shared, squares)) *out = __double2float_rn(__dsqrt_rn(squares));
 }
 
 // Each block adds the squares of its tiles exactly (the exact double lanes, as a double sum's) and
