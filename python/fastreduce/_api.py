@@ -724,12 +724,17 @@ def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fas
     """Variance over dim, like torch.var: M2 / (n - correction), correction=1 by default
     (unbiased=True/False is the older spelling of 1/0); NaN where n <= correction. One pass,
     robust (shifted sums, Chan's merge), accumulated in double. Floating-point inputs only; the
-    result has x's dtype. mode="reproducible" is refused (RuntimeError)."""
+    result has x's dtype. mode="exact" and mode="reproducible" (the same kernels and bits) for
+    float32 reduced to one value (dim=None or every dim): n sum x^2 - (sum x)^2 from the exact
+    sums, in integers, rounded once to double, divided by n and by n - correction, then rounded
+    to float32 (within an ulp of the correctly rounded variance); float16/bfloat16 inputs in exact
+    mode: convert them to float32 (exact); along a dim, or for float64, RuntimeError."""
     return _family("var", "var", x, None, dim, keepdim, _correction("var", correction, unbiased), None, mode)
 
 
 def std(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
-    """Standard deviation over dim, like torch.std: the square root of var's."""
+    """Standard deviation over dim, like torch.std: the square root of var's (the modes as var's:
+    the square root taken in double before the one rounding to float32)."""
     return _family("std", "std", x, None, dim, keepdim, _correction("std", correction, unbiased), None, mode)
 
 
@@ -756,7 +761,10 @@ def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
 
 def dot(a, b, *, mode="fast"):
     """Dot product of two 1-D arrays of one floating-point dtype and length, like torch.dot
-    (accumulated in double; the result, 0-d, has their dtype). mode="reproducible" is refused."""
+    (accumulated in double; the result, 0-d, has their dtype). mode="exact" and
+    mode="reproducible" (the same kernel and bits) for float32: the exact sum of the products
+    rounded once; float16/bfloat16 inputs in exact mode: convert them to float32 (exact);
+    float64: RuntimeError."""
     return _family("dot", "dot", a, b, None, False, 0, None, mode)
 
 
@@ -774,7 +782,8 @@ _ARG = ("argmax", "argmin")
 _FLOATS = {_F16, _BF16, _F32, _F64}
 _ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
 _EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
-_SUM_LIKE = ("norm1", "mean", "norm2")  # the sums' reproducible and exact kernels (norm2: 1-D, engine-checked)
+# The sums' reproducible and exact kernels (norm2, dot, var, std: to one value, float64 refused).
+_SUM_LIKE = ("norm1", "mean", "norm2", "dot", "var", "std")
 _Values = collections.namedtuple("_Values", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
 max_result = collections.namedtuple("max", ["values", "indices"])
@@ -805,15 +814,23 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
         if op not in _SUM_LIKE:
             raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on "
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
-                               "argmax, argmin, mean, norm(p=1, inf; p=2 to one value)")
+                               "argmax, argmin, mean, norm(p=1, inf; p=2 to one value), dot, var and std to one "
+                               "value")
         if op == "norm2" and code == _F64:
             raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet for float64 inputs "
                                "or dtype=float64 (the squares of doubles need more than a double); float32, "
                                "float16 and bfloat16 have it, with a float32 result")
+        if op in ("dot", "var", "std") and code == _F64:
+            raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet for float64 inputs "
+                               "(the squares and products of doubles need more than a double); float32 has it, "
+                               "float16 and bfloat16 too (exact mode on float32 copies, which are exact)")
         given = code if given is None else given
         result = given if result is None else result  # the result's dtype is the input's unless dtype= says
         if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):
-            hint = " (pass dtype=float32)" if given in (_F16, _BF16) else ""
+            hint = ""
+            if given in (_F16, _BF16):  # dot has no dtype=: float32 inputs hold the same values
+                hint = (" (convert the inputs to float32, which is exact)" if op in ("dot", "var", "std")
+                        else " (pass dtype=float32)")
             raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact result once, into float32 or "
                                f"float64 holding the input's values: a {_dtype_name(result)} result for "
                                f"{_dtype_name(given)} input would be rounded twice{hint}")
@@ -854,9 +871,9 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
         out, out2 = result[1], 0
     if outputs > 0:
         folded = _fold(v.shape, v.strides, set(dims))
-        if (folded is not None and op == "norm2" and mode_code != 0 and folded[0] * folded[2] == 1
+        if (folded is not None and op in ("norm2", "var", "std") and mode_code != 0 and folded[0] * folded[2] == 1
                 and folded[1] > 1 and folded[4] != 1):
-            folded = None  # the exact L2 norm reads one contiguous run: a strided one-value view is copied
+            folded = None  # the exact L2 norm and variance read one contiguous run: a strided one-value view is copied
         if folded is None:
             v = copy_contiguous(kept + list(dims))
             folded = (outputs, length, 1, length, 1, 1)
@@ -978,7 +995,8 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
         _dot_check(name, tuple(x.shape), tuple(y.shape), x.dtype, y.dtype)
         if y.device != x.device:
             raise RuntimeError(f"fastreduce.{name}: expected both tensors on one device, got {x.device} and {y.device}")
-        if x.stride() != y.stride():
+        # The exact dot product reads one contiguous run of each: strided views are copied first.
+        if x.stride() != y.stride() or (mode_code != 0 and x.numel() > 1 and x.stride() != (1,)):
             x, y = x.contiguous(), y.contiguous()
         ptr2 = y.data_ptr()
     if want is None:
@@ -1027,7 +1045,7 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
         if y.device.id != x.device.id:
             raise RuntimeError(f"fastreduce.{name}: expected both arrays on one device, got {x.device} and {y.device}")
         _dot_check(name, shape, tuple(y.shape), x.dtype, y.dtype)
-        if y.strides != x.strides:
+        if y.strides != x.strides or (mode_code != 0 and x.size > 1 and x.strides[0] != x.itemsize):
             x, y = cupy.ascontiguousarray(x), cupy.ascontiguousarray(y)
             code, shape, strides, ptr = _cai_view(name, x)
         ptr2 = _cai_view(name, y)[3]

@@ -8,7 +8,10 @@
 // not depend on the grid, and an output along an axis or a segment must equal the 1-D mean of its
 // elements alone. The L2 norm of float, half and bfloat16 inputs (1-D) is the square root of the
 // exact sum of squares: in both modes its bits must equal the big-integer reference's sum of the
-// squares rounded to double, its square root rounded to double, then to float.
+// squares rounded to double, its square root rounded to double, then to float. The dot product of
+// the same types (1-D) must be the big-integer reference's sum of the products rounded once to
+// float; the variance and standard deviation (1-D), n sum x^2 - (sum x)^2 from the exact sums
+// (the reference's own big integers), rounded to double and divided as the library documents.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -515,12 +518,13 @@ void check_l2(int kind) {
 
 // The float norm hides small errors of the sum of squares (a lost or doubled square far under
 // 2^-24 of the sum rounds away), so the sum itself is checked too: the library's block rows
-// (repro_block_row with squares, as exact_norm2_kernel runs them) and sum_of_squares_rows, against the big-integer reference's sum rounded to double, 29 bits finer.
+// (repro_block_row with squares, as exact_terms_kernel runs them) and sum_of_squares_rows, against
+// the big-integer reference's sum rounded to double, 29 bits finer.
 template <class T>
-__global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng::ReproArgs<T, float> args) {
+__global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng::TermArgs<T> args) {
   __shared__ eng::ReproShared<double> shared;
-  const eng::ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
-  eng::repro_block_row<T, 1, true, false, true>(spans, args.rows, shared);
+  const eng::ReproSpan<T> spans[1] = {{args.x, args.n, args.tiles, args.aligned}};
+  eng::repro_block_row<T, 1, true, false, eng::LaneTerm::Square>(spans, args.rows, shared);
 }
 __global__ void __launch_bounds__(eng::kReproThreads) squares_total_kernel(const unsigned long long* rows, unsigned count,
                                                                          double* out) {
@@ -534,9 +538,8 @@ double device_sum_of_squares(const T* d, std::size_t n, unsigned grid) {
   DeviceBuffer<unsigned long long> rows(std::size_t(grid) * fr::primitives::kExactRowWords<double>);
   DeviceBuffer<double> out(1);
   out.poison();
-  const eng::ReproArgs<T, float> args{d, n, (n + eng::kReproTile - 1) / eng::kReproTile,
-                                      reinterpret_cast<std::uintptr_t>(d) % 16 == 0, rows.get(), nullptr,
-                                      fr::primitives::ResultType::Acc};
+  const eng::TermArgs<T> args{d, nullptr, n, (n + eng::kReproTile - 1) / eng::kReproTile,
+                              reinterpret_cast<std::uintptr_t>(d) % 16 == 0, rows.get(), nullptr};
   squares_rows_kernel<T><<<grid, eng::kReproThreads>>>(args);
   squares_total_kernel<<<1, eng::kReproThreads>>>(rows.get(), grid, out.get());
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -606,56 +609,487 @@ TEST(ExactOps, FloatNormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data
 TEST(ExactOps, HalfNormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16NormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<__nv_bfloat16>(); }
 
-// The exact L2 norm takes one contiguous output only: along an axis, over segments, or for doubles
-// (whose squares need more than a double), both modes are refused before anything is written.
-TEST(ExactOps, NormL2HasTheModesIn1DOnly) {
+namespace {
+
+// The ops whose exact form has one contiguous output only (the L2 norm, the dot product, the
+// variance): their calls along an axis (two rows, two columns, a strided one-output view), over
+// segments and of doubles, in both modes and with storage given (calls, not size queries), must be
+// refused before anything is written; the message names the op and the shape; the strided view in
+// fast mode runs (the refusal is the mode's).
+struct RefusalBuffers {
+  const float* x;
+  const float* y;
+  const double* dx;
+  const std::int64_t* offsets;  // two segments of 1000 elements
+  void* temp;                   // 1 MB
+  float* out;                   // 8 outputs, poisoned
+  double* dout;                 // 1 output, poisoned
+};
+const fr::Axis kStrided{1, 500, 1, fr::Axis::kContiguous, 2, fr::Axis::kContiguous};  // one output, every other element
+cudaError_t all_refused(const std::vector<cudaError_t>& e) {
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (e[i] != cudaErrorNotSupported) {
+      ADD_FAILURE() << "call " << i << " gave " << cudaGetErrorString(e[i]);
+      return e[i];
+    }
+  }
+  return cudaErrorNotSupported;
+}
+// calls(buffers, options, fast): the refused calls (fast false; all_refused of their results), or
+// the fast call that writes out[4]. temp_query(buffers, options, bytes, message): a size query of
+// the axis form that fills `message`.
+template <class Calls, class Query>
+void check_refused_beyond_one_output(const std::string& op, Calls&& calls, Query&& temp_query) {
   FASTREDUCE_REQUIRE_GPU();
-  DeviceBuffer<float> in(1000);
-  DeviceBuffer<double> din(1000);
-  CUDA_OK(cudaMemset(in.get(), 0, 1000 * sizeof(float)));
-  CUDA_OK(cudaMemset(din.get(), 0, 1000 * sizeof(double)));
+  DeviceBuffer<float> x(1000), y(1000);
+  DeviceBuffer<double> dx(1000);
+  CUDA_OK(cudaMemset(x.get(), 0, 1000 * sizeof(float)));
+  CUDA_OK(cudaMemset(y.get(), 0, 1000 * sizeof(float)));
+  CUDA_OK(cudaMemset(dx.get(), 0, 1000 * sizeof(double)));
   DeviceBuffer<std::int64_t> offsets(3);
   const std::int64_t host_offsets[3] = {0, 400, 1000};
   CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
+  DeviceBuffer<char> temp(1 << 20);
   for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
-    const fr::Options opt{.mode = mode};
     DeviceBuffer<float> out(8);
     DeviceBuffer<double> dout(1);
     out.poison();
-    // Calls with storage (not size queries), so that a launch would write the poisoned outputs.
-    DeviceBuffer<char> temp(1 << 20);
-    std::size_t bytes = 1 << 20;
+    dout.poison();
+    const RefusalBuffers b{x.get(), y.get(), dx.get(), offsets.get(), temp.get(), out.get(), dout.get()};
+    EXPECT_EQ(calls(b, fr::Options{.mode = mode}, false), cudaErrorNotSupported) << op << ", " << mode_name(mode);
+    EXPECT_EQ(calls(b, fr::Options{}, true), cudaSuccess) << op << ": the fast call";
+    std::size_t bytes = 0;
     const char* message = nullptr;
-    const fr::Axis strided{1, 500, 1, fr::Axis::kContiguous, 2, fr::Axis::kContiguous};  // one output, every other element
-    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, strided}) {
-      bytes = 1 << 20;
-      EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, in.get(), out.get(), axis, fr::NormL2{}, 0, opt),
-                cudaErrorNotSupported)
-          << axis.outer << " x " << axis.length << " x " << axis.inner;
-    }
-    bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, in.get(), out.get(), 2, offsets.get(), offsets.get() + 1,
-                                        fr::NormL2{}, 0, opt),
-              cudaErrorNotSupported);
-    bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_async(temp.get(), bytes, din.get(), dout.get(), 1000, fr::NormL2{}, 0, opt), cudaErrorNotSupported);
-    // The same strided view in fast mode is accepted (the refusal is the mode's).
-    bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, in.get(), out.get() + 4, strided, fr::NormL2{}, 0, fr::Options{}),
-              cudaSuccess);
-    // The message names the shape.
-    EXPECT_EQ(eng::axis_temp_bytes<eng::l2_reduction<float>>(fr::Axis{2, 500, 1}, {in.get()}, opt, 0, bytes, &message),
-              cudaErrorNotSupported);
+    EXPECT_EQ(temp_query(b, fr::Options{.mode = mode}, bytes, &message), cudaErrorNotSupported) << op;
     ASSERT_NE(message, nullptr);
-    EXPECT_NE(std::string(message).find("one contiguous output"), std::string::npos) << message;
+    EXPECT_NE(std::string(message).find(op + " ha"), std::string::npos) << message;
+    EXPECT_NE(std::string(message).find("over one contiguous output only"), std::string::npos) << message;
     CUDA_OK(cudaDeviceSynchronize());
     const std::vector<float> after = copy_back<float>(out, 8);
     for (std::size_t q = 0; q < 8; ++q) {
-      if (q != 4) EXPECT_EQ(std::bit_cast<std::uint32_t>(after[q]), 0xA5A5A5A5u) << "output " << q << " was written";
+      if (q != 4) EXPECT_EQ(std::bit_cast<std::uint32_t>(after[q]), 0xA5A5A5A5u) << op << ": output " << q << " was written";
     }
-    EXPECT_NE(std::bit_cast<std::uint32_t>(after[4]), 0xA5A5A5A5u) << "the fast call wrote nothing";
+    EXPECT_NE(std::bit_cast<std::uint32_t>(after[4]), 0xA5A5A5A5u) << op << ": the fast call wrote nothing";
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(copy_back<double>(dout, 1)[0]), 0xA5A5A5A5A5A5A5A5ull) << op << ": double written";
   }
 }
+
+}  // namespace
+
+// The exact L2 norm takes one contiguous output only: along an axis, over segments, or for doubles
+// (whose squares need more than a double), both modes are refused before anything is written.
+TEST(ExactOps, NormL2HasTheModesIn1DOnly) {
+  check_refused_beyond_one_output("the L2 norm", [](const RefusalBuffers& b, const fr::Options& opt, bool fast) {
+    std::size_t bytes = 1 << 20;
+    if (fast) return fr::reduce_axis_async(b.temp, bytes, b.x, b.out + 4, kStrided, fr::NormL2{}, 0, opt);
+    std::vector<cudaError_t> e;
+    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, kStrided}) {
+      bytes = 1 << 20;
+      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.out, axis, fr::NormL2{}, 0, opt));
+    }
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_segments_async(b.temp, bytes, b.x, b.out, 2, b.offsets, b.offsets + 1, fr::NormL2{}, 0, opt));
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_async(b.temp, bytes, b.dx, b.dout, 1000, fr::NormL2{}, 0, opt));
+    return all_refused(e);
+  }, [](const RefusalBuffers& b, const fr::Options& opt, std::size_t& bytes, const char** message) {
+    return eng::axis_temp_bytes<eng::l2_reduction<float>>(fr::Axis{2, 500, 1}, {b.x}, opt, 0, bytes, message);
+  });
+}
+
+namespace {
+
+// The exact dot product's reference: the big-integer sum of the products (each exact in double),
+// rounded once to float.
+template <class T>
+float reference_dot(const T* x, const T* y, std::size_t n) {
+  fr::reference::ExactReference exact;
+  for (std::size_t i = 0; i < n; ++i) {
+    exact.add(static_cast<double>(fr::reference::widen(x[i])) * static_cast<double>(fr::reference::widen(y[i])));
+  }
+  return static_cast<float>(exact.template rounded<float>());
+}
+
+// The second input of data set `kind` for x (uniform and normal: a set of its own). The sets were
+// made for sums: their products would mostly overflow or vanish, so y scales each x[i] to a
+// product of 2^k with k in [-20, 20] (8 significant bits, within T's range), except:
+// - cancellation: pairs x[i + 1] = -x[i], y[i + 1] = y[i] of products near 2^35, small ones between;
+// - subnormal: products near 2^-140 (float and bfloat16: subnormal results for short sums);
+// - sum overflows: y from the same set (products beyond the float range: a result of +-inf);
+// - NaN and infinities: every 50th y zero (infinity times zero: NaN).
+template <class T>
+std::vector<T> dot_partner(std::vector<T>& x, int kind, std::uint64_t seed) {
+  using Range = ValueRange<T>;
+  if (kind <= 1 || kind == 6) return exact_data<T>(kind, x.size(), seed);
+  std::mt19937_64 rng(seed);
+  std::vector<T> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = static_cast<double>(fr::reference::widen(x[i]));
+    int e = 0;
+    if (std::isfinite(v) && v != 0.0) std::frexp(v, &e);
+    if (kind == 8 && rng() % 50 == 0) {
+      y[i] = static_cast<T>(0.0f);
+      continue;
+    }
+    const int k = kind == 3 ? (i % 3 == 2 ? -int(rng() % 20) : 30 + int(rng() % 10))
+                  : kind == 4 ? -130 - int(rng() % 20)
+                              : int(rng() % 41) - 20;
+    const int target = std::clamp(k - e, Range::min_exponent, Range::max_exponent - 1);
+    const double m = 1.0 + double(rng() % 128) / 128.0;
+    y[i] = static_cast<T>((rng() % 2 ? -1.0 : 1.0) * std::ldexp(m, target));
+  }
+  if (kind == 3) {
+    for (std::size_t i = 1; i < x.size(); i += 3) {
+      x[i] = static_cast<T>(-static_cast<double>(fr::reference::widen(x[i - 1])));
+      y[i] = y[i - 1];
+    }
+  }
+  return y;
+}
+
+template <class T>
+float dot_1d(const T* dx, const T* dy, std::size_t n, const fr::Options& opt) {
+  return run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+    return fr::reduce_async(temp, bytes, dx, dy, out, n, fr::Dot{}, 0, opt);
+  })[0];
+}
+
+// x from data set `kind`, y its partner (dot_partner), sizes around the tile and the grid, each
+// input aligned or an element off, grids of 1, 3 and every resident block, both modes, and the
+// one output of an Axis over the same elements.
+template <class T>
+void check_dot(int kind) {
+  const std::size_t n = quick() ? 1100000 : 1500000;
+  std::vector<T> x = exact_data<T>(kind, n, test_seed() + 120 + std::uint64_t(kind));
+  const std::vector<T> y = dot_partner(x, kind, test_seed() + 140 + std::uint64_t(kind));
+  // y again one element further on (dy_off + 1 holds y): x and y then lie differently aligned.
+  DeviceBuffer<T> dx(n), dy(n), dy_off(n + 1);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dy.get(), y.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dy_off.get() + 1, y.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = std::string(kExactDataSets[kind]) + ", " + (sizeof(T) == 2 ? "16-bit" : "float");
+  for (std::size_t size : {std::size_t(0), std::size_t(1), std::size_t(33), std::size_t(4097), std::size_t(70001),
+                           std::size_t(1) << 20 | 3}) {
+    // Both aligned, both an element off, x aligned and y an element off (the same elements).
+    for (const auto [ox, oy] : {std::pair{0u, 0u}, std::pair{1u, 1u}, std::pair{0u, 1u}}) {
+      const bool apart = ox != oy;
+      const float expected = reference_dot(x.data() + ox, y.data() + ox, size);
+      // The partner keeps the sum finite and non-zero (from 33 elements: a single subnormal draw may be 0).
+      if (size >= 33 && kind != 6 && kind != 8) {
+        EXPECT_TRUE(std::isfinite(expected) && expected != 0.0f) << what << ", n " << size << ": " << expected;
+      }
+      const T* d_y = apart ? dy_off.get() + 1 : dy.get() + oy;
+      for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+        for (unsigned max_blocks : {0u, 1u, 3u}) {
+          const float got = dot_1d(dx.get() + ox, d_y, size, fr::Options{.mode = mode, .max_blocks = max_blocks});
+          EXPECT_TRUE(same_result(got, expected)) << what << ", " << mode_name(mode) << ", n " << size << ", offsets "
+                                                  << ox << " and " << oy << ", max_blocks " << max_blocks
+                                                  << std::hexfloat << ": dot " << got << ", expected " << expected;
+        }
+        const std::vector<float> row = run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+          return fr::reduce_axis_async(temp, bytes, dx.get() + ox, d_y, out, fr::Axis{1, size, 1}, fr::Dot{}, 0,
+                                       fr::Options{.mode = mode});
+        });
+        EXPECT_TRUE(same_result(row[0], expected)) << what << ", " << mode_name(mode) << ": one row of " << size
+                                                   << std::hexfloat << ": dot " << row[0] << ", expected " << expected;
+      }
+    }
+  }
+}
+
+// Products whose exact sum lies next to a float tie, hidden among cancelling pairs (x y and x (-y))
+// and shuffled; s is a power of two (half: 2^15, else 1) that keeps every value in T's range.
+// - "rounded once": s^2 (1 + 2^-24 + 2^-60). Through a double it is the tie s^2 (1 + 2^-24), which
+//   rounds to even, s^2; rounded once, s^2 (1 + 2^-23).
+// - "many tiny": s^2 plus k products of s^2 2^-40 (net k of random signs): k = 2^16 is the tie
+//   (s^2; a doubled product rounds up), k = 2^16 + 1 is past it (s^2 (1 + 2^-23); a lost product
+//   lands on the tie and rounds down).
+template <class T>
+void check_dot_ties() {
+  const double s = std::is_same_v<T, __half> ? 32768.0 : 1.0;
+  const double tiny = s * std::ldexp(1.0, -20);  // tiny^2 = s^2 2^-40
+  std::mt19937_64 rng(test_seed() + 160);
+  auto run = [&](std::vector<std::pair<double, double>> products, float expected, const std::string& what) {
+    for (int i = 0; i < 100000; ++i) {
+      const double a = std::ldexp(double(rng() % 128 + 1), -int(rng() % 8)), b = double(rng() % 64 + 1);
+      products.push_back({a, b});
+      products.push_back({a, -b});
+    }
+    std::shuffle(products.begin(), products.end(), rng);
+    std::vector<T> x(products.size()), y(products.size());
+    for (std::size_t i = 0; i < products.size(); ++i) {
+      x[i] = static_cast<T>(products[i].first);
+      y[i] = static_cast<T>(products[i].second);
+      ASSERT_EQ(double(fr::reference::widen(x[i])) * double(fr::reference::widen(y[i])),
+                products[i].first * products[i].second);  // every value is T's
+    }
+    ASSERT_TRUE(same_bits(reference_dot(x.data(), y.data(), x.size()), expected)) << what;  // the data are what they claim
+    DeviceBuffer<T> dx(x.size()), dy(y.size());
+    CUDA_OK(cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dy.get(), y.data(), y.size() * sizeof(T), cudaMemcpyHostToDevice));
+    for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+      for (unsigned max_blocks : {0u, 1u, 3u}) {
+        const float got = dot_1d(dx.get(), dy.get(), x.size(), fr::Options{.mode = mode, .max_blocks = max_blocks});
+        EXPECT_TRUE(same_bits(got, expected)) << what << ", " << mode_name(mode) << ", max_blocks " << max_blocks
+                                              << std::hexfloat << ": dot " << got << ", expected " << expected;
+      }
+    }
+    const std::vector<float> row = run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+      return fr::reduce_axis_async(temp, bytes, dx.get(), dy.get(), out, fr::Axis{1, x.size(), 1}, fr::Dot{}, 0,
+                                   fr::Options{.mode = fr::Mode::Exact});
+    });
+    EXPECT_TRUE(same_bits(row[0], expected)) << what << ", one row" << std::hexfloat << ": dot " << row[0] << ", expected "
+                                             << expected;
+  };
+  const float one = static_cast<float>(s * s), up = static_cast<float>(s * s * (1 + std::ldexp(1.0, -23)));
+  for (double sign : {1.0, -1.0}) {
+    run({{s, sign * s}, {s * std::ldexp(1.0, -12), sign * s * std::ldexp(1.0, -12)},
+         {s * std::ldexp(1.0, -30), sign * s * std::ldexp(1.0, -30)}},
+        float(sign) * up, "rounded once");
+  }
+  for (int k : {65536, 65537}) {
+    std::vector<std::pair<double, double>> products{{s, s}};
+    const int minus = int(rng() % 20000);
+    for (int i = 0; i < k + 2 * minus; ++i) products.push_back({tiny, i < minus ? -tiny : tiny});
+    run(products, k == 65536 ? one : up, "many tiny, k " + std::to_string(k));
+  }
+}
+
+template <class T>
+void check_dot_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) check_dot<T>(kind);
+  check_dot_ties<T>();
+}
+
+}  // namespace
+
+TEST(ExactOps, FloatDotIsTheCorrectlyRoundedSumOfProducts) { check_dot_every_data_set<float>(); }
+TEST(ExactOps, HalfDotIsTheCorrectlyRoundedSumOfProducts) { check_dot_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16DotIsTheCorrectlyRoundedSumOfProducts) { check_dot_every_data_set<__nv_bfloat16>(); }
+
+// The exact dot product takes one contiguous output only: along an axis, over segments, or for
+// doubles (whose products need more than a double), both modes are refused before anything is
+// written; the same calls in fast mode run.
+TEST(ExactOps, DotHasTheModesIn1DOnly) {
+  check_refused_beyond_one_output("the dot product", [](const RefusalBuffers& b, const fr::Options& opt, bool fast) {
+    std::size_t bytes = 1 << 20;
+    if (fast) return fr::reduce_axis_async(b.temp, bytes, b.x, b.y, b.out + 4, kStrided, fr::Dot{}, 0, opt);
+    std::vector<cudaError_t> e;
+    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, kStrided}) {
+      bytes = 1 << 20;
+      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.y, b.out, axis, fr::Dot{}, 0, opt));
+    }
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_segments_async(b.temp, bytes, b.x, b.y, b.out, 2, b.offsets, b.offsets + 1, fr::Dot{}, 0, opt));
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_async(b.temp, bytes, b.dx, b.dx, b.dout, 1000, fr::Dot{}, 0, opt));
+    return all_refused(e);
+  }, [](const RefusalBuffers& b, const fr::Options& opt, std::size_t& bytes, const char** message) {
+    return eng::axis_temp_bytes<eng::dot_reduction<float>>(fr::Axis{2, 500, 1}, {b.x, b.y}, opt, 0, bytes, message);
+  });
+}
+
+namespace {
+
+// The exact variance's reference on the host, by its own big integers (32-bit digits, least
+// significant first): S1 = sum x in units of 2^-149, S2 = sum x^2 in units of 2^-298, the
+// numerator N = n S2 - S1^2, rounded once to double, then the fixed steps the library documents:
+// divided by n, then by n - correction (each an IEEE double division), the square root for the
+// standard deviation, rounded to float.
+struct BigNatural {
+  std::vector<std::uint32_t> d = std::vector<std::uint32_t>(40, 0);
+  void add(std::uint64_t m, int shift) {  // += m 2^shift (bits below 2^0 must be zero)
+    for (; shift < 0; ++shift) {
+      EXPECT_EQ(m & 1, 0u);
+      m >>= 1;
+    }
+    unsigned __int128 carry = static_cast<unsigned __int128>(m) << (shift % 32);
+    for (std::size_t i = std::size_t(shift / 32); carry != 0; ++i) {
+      carry += d.at(i);
+      d[i] = static_cast<std::uint32_t>(carry);
+      carry >>= 32;
+    }
+  }
+  void add(const BigNatural& o, int digit_shift = 0) {
+    std::uint64_t carry = 0;
+    for (std::size_t i = 0; i + digit_shift < d.size(); ++i) {
+      carry += std::uint64_t(d[i + digit_shift]) + (i < o.d.size() ? o.d[i] : 0);
+      d[i + digit_shift] = static_cast<std::uint32_t>(carry);
+      carry >>= 32;
+    }
+    EXPECT_EQ(carry, 0u);
+  }
+  BigNatural times(std::uint32_t k) const {
+    BigNatural r;
+    std::uint64_t carry = 0;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      carry += std::uint64_t(d[i]) * k;
+      r.d[i] = static_cast<std::uint32_t>(carry);
+      carry >>= 32;
+    }
+    EXPECT_EQ(carry, 0u);
+    return r;
+  }
+  bool less(const BigNatural& o) const {
+    for (std::size_t i = d.size(); i-- > 0;) {
+      if (d[i] != o.d[i]) return d[i] < o.d[i];
+    }
+    return false;
+  }
+  BigNatural minus(const BigNatural& o) const {  // *this >= o
+    BigNatural r;
+    std::int64_t borrow = 0;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      const std::int64_t t = std::int64_t(d[i]) - o.d[i] - borrow;
+      r.d[i] = static_cast<std::uint32_t>(t);
+      borrow = t < 0;
+    }
+    return r;
+  }
+  // The value times 2^scale, rounded once to double (nearest, ties to even).
+  double rounded(int scale) const {
+    int top = int(d.size()) * 32 - 1;
+    auto bit = [&](int i) { return i >= 0 && (d[std::size_t(i) / 32] >> (i % 32) & 1u) != 0; };
+    while (top >= 0 && !bit(top)) --top;
+    if (top < 0) return 0.0;
+    std::uint64_t q = 0;
+    const int last = std::max(top - 52, 0);
+    for (int i = top; i >= last; --i) q = 2 * q + (bit(i) ? 1 : 0);
+    bool sticky = false;
+    for (int i = 0; i < last - 1; ++i) sticky = sticky || bit(i);
+    if (last > 0 && bit(last - 1) && (sticky || (q & 1) != 0)) ++q;
+    return std::ldexp(static_cast<double>(q), last + scale);
+  }
+};
+
+template <class T>
+float reference_variance(const T* x, std::size_t n, int correction, bool root) {
+  BigNatural plus, minus, squares;
+  bool special = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(fr::reference::widen(x[i]));
+    if (!std::isfinite(v)) {
+      special = true;
+      continue;
+    }
+    if (v == 0.0) continue;
+    int e = 0;
+    const double f = std::frexp(std::fabs(v), &e);  // |v| = f 2^e, f in [0.5, 1)
+    const std::uint64_t m = static_cast<std::uint64_t>(std::ldexp(f, 53));
+    (v > 0 ? plus : minus).add(m, e - 53 + 149);  // |v| 2^149
+    const double sq = v * v;  // exact: at most 48 bits, above 2^-298
+    const double g = std::frexp(sq, &e);
+    squares.add(static_cast<std::uint64_t>(std::ldexp(g, 53)), e - 53 + 298);
+  }
+  if (special || std::int64_t(n) - correction <= 0) return std::numeric_limits<float>::quiet_NaN();
+  const BigNatural s1 = plus.less(minus) ? minus.minus(plus) : plus.minus(minus);
+  BigNatural square;  // s1^2
+  for (std::size_t i = 0; i < 20; ++i) square.add(s1.times(s1.d[i]), int(i));
+  BigNatural scaled = squares.times(static_cast<std::uint32_t>(n));  // n S2 (n below 2^32 here)
+  const BigNatural numerator = scaled.minus(square);
+  EXPECT_FALSE(scaled.less(square));
+  const double v = numerator.rounded(-298) / static_cast<double>(n) / static_cast<double>(std::int64_t(n) - correction);
+  return static_cast<float>(root ? std::sqrt(v) : v);
+}
+
+template <class T>
+float variance_1d(const T* dx, std::size_t n, int correction, bool root, const fr::Options& opt) {
+  return run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+    return root ? fr::reduce_async(temp, bytes, dx, out, n, fr::Std{correction}, 0, opt)
+                : fr::reduce_async(temp, bytes, dx, out, n, fr::Var{correction}, 0, opt);
+  })[0];
+}
+
+// Each data set, and values near 1e4 (float) or 100 (16-bit) that differ in their last bits (the
+// sums' cancellation: n S2 and S1^2 agree in their leading bits); sizes around the tile and the
+// grid at two alignments, grids of 1, 3 and every resident block, both modes, corrections 0, 1
+// and 2 (n <= correction: NaN), the variance and the standard deviation, and the one-row Axis.
+template <class T>
+void check_variance(int kind) {
+  const std::size_t n = quick() ? 1100000 : 1500000;
+  std::vector<T> x;
+  if (kind < kExactDataSetCount) {
+    x = exact_data<T>(kind, n, test_seed() + 200 + std::uint64_t(kind));
+  } else {
+    std::mt19937_64 rng(test_seed() + 220);
+    const double base = sizeof(T) == 2 ? 100.0 : 1e4;
+    x.resize(n);
+    for (auto& v : x) v = static_cast<T>(base * (1 + std::ldexp(double(rng() % 64), sizeof(T) == 2 ? -10 : -22)));
+  }
+  DeviceBuffer<T> dx(n);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = (kind < kExactDataSetCount ? std::string(kExactDataSets[kind]) : std::string("near one value")) +
+                           ", " + (sizeof(T) == 2 ? "16-bit" : "float");
+  for (std::size_t size : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(33), std::size_t(4097),
+                           std::size_t(70001), std::size_t(1) << 20 | 3}) {
+    for (std::size_t offset : {0u, 1u}) {
+      for (const auto [correction, root] : {std::pair{1, false}, std::pair{0, true}, std::pair{2, false}}) {
+        const float expected = reference_variance(x.data() + offset, size, correction, root);
+        for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+          for (unsigned max_blocks : {0u, 1u, 3u}) {
+            if (max_blocks != 0 && size < 4097) continue;
+            const float got = variance_1d(dx.get() + offset, size, correction, root,
+                                          fr::Options{.mode = mode, .max_blocks = max_blocks});
+            EXPECT_TRUE(same_result(got, expected)) << what << ", " << mode_name(mode) << ", n " << size << " + " << offset
+                                                    << ", correction " << correction << (root ? ", std" : ", var")
+                                                    << ", max_blocks " << max_blocks << std::hexfloat << ": " << got
+                                                    << ", expected " << expected;
+          }
+        }
+        if (size == 70001) {
+          const std::vector<float> row = run_call<float>(1, [&](void* temp, std::size_t& bytes, float* out) {
+            const fr::Options opt{.mode = fr::Mode::Exact};
+            return root ? fr::reduce_axis_async(temp, bytes, dx.get() + offset, out, fr::Axis{1, size, 1}, fr::Std{correction}, 0, opt)
+                        : fr::reduce_axis_async(temp, bytes, dx.get() + offset, out, fr::Axis{1, size, 1}, fr::Var{correction}, 0, opt);
+          });
+          EXPECT_TRUE(same_result(row[0], expected)) << what << ": one row of " << size << std::hexfloat << ": " << row[0]
+                                                     << ", expected " << expected;
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void check_variance_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  for (int kind = 0; kind <= kExactDataSetCount; ++kind) check_variance<T>(kind);
+}
+
+}  // namespace
+
+TEST(ExactOps, FloatVarianceIsRoundedFromTheExactSums) { check_variance_every_data_set<float>(); }
+TEST(ExactOps, HalfVarianceIsRoundedFromTheExactSums) { check_variance_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16VarianceIsRoundedFromTheExactSums) { check_variance_every_data_set<__nv_bfloat16>(); }
+
+// The exact variance takes one contiguous output only; doubles are refused; nothing is written.
+TEST(ExactOps, VarianceHasTheModesIn1DOnly) {
+  check_refused_beyond_one_output("the variance and standard deviation", [](const RefusalBuffers& b, const fr::Options& opt,
+                                                                           bool fast) {
+    std::size_t bytes = 1 << 20;
+    if (fast) return fr::reduce_axis_async(b.temp, bytes, b.x, b.out + 4, kStrided, fr::Std{1}, 0, opt);
+    std::vector<cudaError_t> e;
+    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, kStrided}) {
+      bytes = 1 << 20;
+      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.out, axis, fr::Var{1}, 0, opt));
+      bytes = 1 << 20;
+      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.out, axis, fr::Std{1}, 0, opt));
+    }
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_segments_async(b.temp, bytes, b.x, b.out, 2, b.offsets, b.offsets + 1, fr::Var{1}, 0, opt));
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_async(b.temp, bytes, b.dx, b.dout, 1000, fr::Var{1}, 0, opt));
+    return all_refused(e);
+  }, [](const RefusalBuffers& b, const fr::Options& opt, std::size_t& bytes, const char** message) {
+    using VarReduction = eng::MomentsReduction<float, eng::VarianceOf<float>>;
+    return eng::axis_temp_bytes<VarReduction>(fr::Axis{2, 500, 1}, {b.x}, opt, 0, bytes, message);
+  });
+}
+
+struct SquareOf {
+  __host__ __device__ float operator()(float x) const { return x * x; }
+};
 
 // The family's other sum-like ops keep refusing the modes, with the message naming what has them.
 TEST(ExactOps, OpsWithoutAnExactFormAreRefused) {
@@ -665,8 +1099,9 @@ TEST(ExactOps, OpsWithoutAnExactFormAreRefused) {
   for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
     const fr::Options opt{.mode = mode};
     std::size_t bytes = 0;
-    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Var{}, 0, opt), cudaErrorNotSupported);
-    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::Std{}, 0, opt), cudaErrorNotSupported);
+    // Users' sums (an ordered op of floating-point values) have no such form.
+    EXPECT_EQ(fr::reduce_async(nullptr, bytes, in.get(), out.get(), 1000, fr::transformed(SquareOf{}, fr::Sum{}), 0, opt),
+              cudaErrorNotSupported);
     // Integers' L1 norm and mean (doubles of int64 values) have no such form either.
     DeviceBuffer<std::int32_t> ints(10);
     DeviceBuffer<double> dout(1);

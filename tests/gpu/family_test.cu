@@ -503,17 +503,22 @@ TEST(Family, ReproducibleModeAndBadArguments) {
   const auto a = fr::reduce(d.buffer.get(), n, fr::ArgMax{}), b = fr::reduce(d.buffer.get(), n, fr::ArgMax{}, repro);
   EXPECT_EQ(a.index, b.index);
   EXPECT_EQ(fr::reduce(d.buffer.get(), n, fr::NormInf{}, repro), fr::reduce(d.buffer.get(), n, fr::NormInf{}));
-  // Rounded sums have none (yet): refused, nothing written.
+  // The variance and L2 norm have it to one output only: along an axis, refused, nothing written.
   DeviceBuffer<float> out(4);
   out.poison();
   const float poison = read_back(out.get());
   std::size_t bytes = 1 << 20;
   DeviceBuffer<char> temp(bytes);
-  EXPECT_EQ(fr::reduce_async(temp.get(), bytes, d.buffer.get(), out.get(), n, fr::Var{}, 0, repro), cudaErrorNotSupported);
+  EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::Var{}, 0,
+                                  repro),
+            cudaErrorNotSupported);
   EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::NormL2{},
                                   0, repro),
             cudaErrorNotSupported);
-  EXPECT_THROW(fr::reduce(d.buffer.get(), n, fr::Std{}, repro), fr::Error);
+  EXPECT_THROW(fr::reduce_axis(d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::Std{}, repro), fr::Error);
+  // 1-D (tests/gpu/exact_ops_test.cu holds it to the exact sums' fixed rounding).
+  const float fast_var = fr::reduce(d.buffer.get(), n, fr::Var{});
+  EXPECT_NEAR(fr::reduce(d.buffer.get(), n, fr::Var{}, repro), fast_var, 1e-6 * std::fabs(fast_var));
   // The mean has the sum's modes (tests/gpu/exact_ops_test.cu holds them to the exact quotient).
   const float fast_mean = fr::reduce(d.buffer.get(), n, fr::Mean{});
   EXPECT_NEAR(fr::reduce(d.buffer.get(), n, fr::Mean{}, repro), fast_mean, 1e-6 * std::fabs(fast_mean) + 1e-12);

@@ -198,7 +198,10 @@ def test_family_type_and_mode_rules():
     assert C._family_check("norm", "norminf", C._F16, "reproducible", False) == 1
     assert C._family_check("argmax", "argmax", C._F32, "exact", False) == 2
     with pytest.raises(RuntimeError, match="reproducible"):
-        C._family_check("std", "std", C._F32, "reproducible", False)
+        C._family_check("std", "std", C._F64, "reproducible", False)
+    assert C._family_check("var", "var", C._F32, "exact", False) == 2  # to one value (the engine checks the shape)
+    with pytest.raises(RuntimeError, match=r"rounded twice \(convert the inputs to float32"):
+        C._family_check("std", "std", C._F16, "exact", False)
     with pytest.raises(RuntimeError, match="reproducible"):
         C._family_check("dot", "dot", C._F64, "reproducible", False)
     with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
@@ -210,6 +213,13 @@ def test_family_type_and_mode_rules():
         C._family_check("norm", "norm2", C._F16, "exact", False)
     with pytest.raises(RuntimeError, match="no form of this op yet for float64"):
         C._family_check("norm", "norm2", C._F64, "reproducible", False)
+    # The dot product has both modes for float32 (float16/bfloat16 inputs: converted by the caller).
+    assert C._family_check("dot", "dot", C._F32, "exact", False) == 2
+    assert C._family_check("vdot", "dot", C._BF16, "reproducible", False) == 1
+    with pytest.raises(RuntimeError, match=r"rounded twice \(convert the inputs to float32"):
+        C._family_check("dot", "dot", C._BF16, "exact", False)
+    with pytest.raises(RuntimeError, match="no form of this op yet for float64"):
+        C._family_check("dot", "dot", C._F64, "exact", False)
     # The L1 norm has the sum's modes; exact results are rounded once, into float32 or float64.
     assert C._family_check("norm", "norm1", C._F32, "exact", False) == 2
     with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):

@@ -510,8 +510,9 @@ def test_mean_has_the_sums_modes(dtype):
         with pytest.raises(RuntimeError, match="rounded twice"):
             fr.mean(_seeded((100,), dtype), mode="exact")
         assert fr.mean(_seeded((100,), dtype), mode="reproducible").dtype == dtype
-    with pytest.raises(RuntimeError, match="no form of this op"):
-        fr.var(_seeded((100,), dtype), mode="exact")
+    with pytest.raises(RuntimeError, match="rounded twice" if wide else "no form of this op" if dtype == torch.float64
+                       else "one contiguous output"):
+        fr.var(_seeded((100, 3), dtype), dim=0, mode="exact")
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8, torch.int8, torch.int16])
@@ -566,6 +567,98 @@ def test_dot_vdot_against_torch(dtype):
           scale=(m[:, 0].double() * m[:, 2].double()).abs().sum())  # strided
     close(fr.dot(m[:, 1], m[:, 2].contiguous()), torch.dot(m[:, 1].double(), m[:, 2].double()), dtype,
           scale=(m[:, 1].double() * m[:, 2].double()).abs().sum())  # different strides
+
+
+def _float32_of(total, scale_bits):
+    """total / 2^scale_bits (a Python int over a power of two: an exact value) rounded once to
+    float32, ties to even (normal results only, as here)."""
+    negative, t = total < 0, abs(total)
+    if t == 0:
+        return 0.0
+    shift = t.bit_length() - 24
+    m = t >> shift if shift > 0 else t << -shift
+    if shift > 0:
+        rest, half = t & ((1 << shift) - 1), 1 << (shift - 1)
+        m += 1 if rest > half or (rest == half and m & 1) else 0
+    v = math.ldexp(m, shift - scale_bits)
+    return -v if negative else v
+
+
+def test_dot_has_the_exact_modes():
+    """dot in both modes for float32: the exact sum of the products (Python integers) rounded once
+    to float32, for every length, alignment and stride; among them a sum that a double would round
+    onto a float32 tie (1 + 2^-24 + 2^-60); float16/bfloat16 in exact mode ask for float32 inputs."""
+    def exact(a, b):
+        total = 0
+        for u, v in zip(a.double().cpu().tolist(), b.double().cpu().tolist()):
+            num, den = (u * v).as_integer_ratio()  # every product of two floats is a double
+            total += num * ((1 << 400) // den)
+        return _float32_of(total, 400)
+    for n in (0, 1, 33, 4097, 100003):
+        for offset_a, offset_b in ((0, 0), (1, 1), (0, 1)):  # both aligned (vector loads), both off, one off
+            a, b = _seeded((n + offset_a,)) - 0.5, _seeded((n + offset_b,)) - 0.5
+            a, b = a[offset_a:], b[offset_b:]
+            want = exact(a, b)
+            for mode in ("exact", "reproducible"):
+                r = fr.dot(a, b, mode=mode)
+                assert r.dtype == torch.float32 and r.item() == want, (n, offset_a, offset_b, mode, r.item(), want)
+    pairs = torch.randint(1, 128, (2, 20000), device=DEV).float()
+    a = torch.cat([torch.tensor([1.0, 2.0 ** -12, 2.0 ** -30], device=DEV), pairs[0], pairs[0]])
+    b = torch.cat([torch.tensor([1.0, 2.0 ** -12, 2.0 ** -30], device=DEV), pairs[1], -pairs[1]])
+    order = torch.randperm(a.numel(), device=DEV)
+    a, b = a[order], b[order]
+    assert exact(a, b) == 1 + 2.0 ** -23
+    assert fr.dot(a, b, mode="exact").item() == 1 + 2.0 ** -23
+    assert fr.vdot(a[::2], b[::2], mode="exact").item() == exact(a[::2], b[::2])  # strided: copied first
+    for dtype in (torch.float16, torch.bfloat16):
+        with pytest.raises(RuntimeError, match="convert the inputs to float32"):
+            fr.dot(_seeded((10,), dtype), _seeded((10,), dtype), mode="exact")
+        a, b = _seeded((5001,), dtype), _seeded((5001,), dtype)  # reproducible: the exact float32, in their dtype
+        assert fr.dot(a, b, mode="reproducible").item() == fr.dot(a.float(), b.float(), mode="exact").to(dtype).item()
+    with pytest.raises(RuntimeError, match="float64"):
+        fr.dot(_seeded((10,), torch.float64), _seeded((10,), torch.float64), mode="exact")
+
+
+def test_var_std_have_the_exact_modes_to_one_value():
+    """var/std of float32 to one value in both modes: N = n sum x^2 - (sum x)^2 exactly (Python
+    integers), rounded once to double, divided by n and by n - correction, the square root for std,
+    rounded to float32; every length, offset, correction and a strided view; float16/bfloat16 in
+    exact mode and float64 refused, along a dim too."""
+    import struct
+    def want(x, correction, root):
+        values = x.double().cpu().flatten().tolist()
+        n = len(values)
+        if n == 0:
+            return math.nan
+        if n - correction <= 0:  # torch: M2 / 0, inf (NaN where M2 = 0)
+            return math.inf * want(x, 0, root)
+        s1 = sum(int(v * 2.0 ** 149) for v in values)  # exact: float32 values are multiples of 2^-149
+        s2 = sum(int(v * v * 2.0 ** 298) for v in values)
+        v = (((n * s2 - s1 * s1) / (1 << 298)) / n) / (n - correction)  # int / int: rounded once to double
+        v = math.sqrt(v) if root else v
+        return struct.unpack("f", struct.pack("f", v))[0]
+    for n in (0, 1, 2, 33, 4097, 100003):
+        for offset in (0, 1):
+            x = (_seeded((n + offset,)) - 0.5) * 3 + 1000
+            x = x[offset:]
+            for correction in (0, 1, 2):
+                for root, f in ((False, fr.var), (True, fr.std)):
+                    w = want(x, correction, root)
+                    for mode in ("exact", "reproducible"):
+                        r = f(x, correction=correction, mode=mode)
+                        assert r.dtype == torch.float32
+                        assert (math.isnan(w) and math.isnan(r.item())) or r.item() == w, (n, offset, correction, root,
+                                                                                           mode, r.item(), w)
+    x = _seeded((300, 7))
+    assert fr.var(x[:, 2], mode="exact").item() == want(x[:, 2], 1, False)  # strided: copied first
+    assert fr.std(x, dim=(0, 1), mode="exact").item() == want(x, 1, True)
+    with pytest.raises(RuntimeError, match="one contiguous output"):
+        fr.var(x, dim=1, mode="exact")
+    for dtype in (torch.float16, torch.bfloat16):
+        with pytest.raises(RuntimeError, match="convert the inputs to float32"):
+            fr.var(_seeded((10,), dtype), mode="exact")
+    with pytest.raises(RuntimeError, match="float64"):
+        fr.std(_seeded((10,), torch.float64), mode="reproducible")
 
 
 def test_family_on_strided_and_transposed_views():
@@ -638,8 +731,8 @@ def test_family_errors_and_dtypes():
     with pytest.raises(ValueError):
         fr.mean(x, mode="compensated")
     for mode in ("reproducible", "exact"):
-        for f in (lambda: fr.std(x, mode=mode), lambda: fr.var(x, mode=mode),
-                  lambda: fr.norm(x, 2, dim=1, mode=mode), lambda: fr.dot(x[0], x[1], mode=mode)):
+        for f in (lambda: fr.std(x, dim=1, mode=mode), lambda: fr.var(x.double(), mode=mode),
+                  lambda: fr.norm(x, 2, dim=1, mode=mode), lambda: fr.dot(x[0].double(), x[1].double(), mode=mode)):
             with pytest.raises(RuntimeError, match=f"(?i){mode}"):  # norm: the engine's "Mode::Exact: ..."
                 f()
     with pytest.raises(ValueError, match="correction"):

@@ -178,7 +178,8 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
 // What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
 // set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
 // order), or cudaErrorNotSupported. `one_output`: the reduction has one contiguous output (the 1-D
-// reduce), the only shape of the exact L2 norm (kSquareSum, both modes on Mode::Exact's lanes).
+// reduce), the only shape of the exact L2 norm, dot product and variance (kTermSum, kVarianceSum:
+// both modes on Mode::Exact's lanes).
 template <class R>
 cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool one_output) {
   repro_sum = false;
@@ -188,25 +189,36 @@ cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** 
   }
   if constexpr (is_exact_sum_v<R>) {
     repro_sum = true;
-  } else if constexpr (kSquareSum<R>) {
+  } else if constexpr (kTermSum<R> || kVarianceSum<R>) {
     if (!one_output) {
-      return planning_error(message, cudaErrorNotSupported,
-                            opt.mode == Mode::Exact
-                                ? "Mode::Exact: the L2 norm has this mode over one contiguous output only (the 1-D "
-                                  "reduce), not along an axis or over segments"
-                                : "Mode::Reproducible: the L2 norm has this mode over one contiguous output only (the "
-                                  "1-D reduce), not along an axis or over segments");
+      constexpr int kOp = kVarianceSum<R> ? 2 : kLaneTermOf<R> == LaneTerm::Square ? 0 : 1;
+      constexpr const char* kExact[] = {
+          "Mode::Exact: the L2 norm has this mode over one contiguous output only (the 1-D reduce), not along an "
+          "axis or over segments",
+          "Mode::Exact: the dot product has this mode over one contiguous output only (the 1-D reduce), not along "
+          "an axis or over segments",
+          "Mode::Exact: the variance and standard deviation have this mode over one contiguous output only (the 1-D "
+          "reduce), not along an axis or over segments"};
+      constexpr const char* kReproducible[] = {
+          "Mode::Reproducible: the L2 norm has this mode over one contiguous output only (the 1-D reduce), not "
+          "along an axis or over segments",
+          "Mode::Reproducible: the dot product has this mode over one contiguous output only (the 1-D reduce), not "
+          "along an axis or over segments",
+          "Mode::Reproducible: the variance and standard deviation have this mode over one contiguous output only "
+          "(the 1-D reduce), not along an axis or over segments"};
+      return planning_error(message, cudaErrorNotSupported, opt.mode == Mode::Exact ? kExact[kOp] : kReproducible[kOp]);
     }
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
                           opt.mode == Mode::Exact
                               ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the 1-D L2 norm "
-                                "of float, half and bfloat16, and ops whose result is exact)"
+                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the 1-D L2 norm, "
+                                "dot product and variance of float, half and bfloat16, and ops whose result is exact)"
                               : "Mode::Reproducible: this op's result depends on the order of its floating-point "
                                 "operations (reproducible forms: Sum, the mean and the L1 norm of floating-point "
-                                "types, the 1-D L2 norm of float, half and bfloat16, and ops whose result is exact)");
+                                "types, the 1-D L2 norm, dot product and variance of float, half and bfloat16, and "
+                                "ops whose result is exact)");
   }
   return cudaSuccess;
 }
@@ -249,22 +261,49 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
                              dependent_possible && finish.ptx_version >= 90);
       return cudaSuccess;
-    } else if constexpr (kSquareSum<R>) {
+    } else if constexpr (kTermSum<R>) {
       out.exact = true;  // Mode::Reproducible too: the exact result is reproducible
       if (n >= kReproMaxElements) {
         return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"
                                                                    : "Mode::Reproducible sums at most 2^40 elements");
       }
       KernelFacts main{}, finish{};
-      if (cudaError_t e = kernel_facts<exact_norm2_kernel<T>, kReproThreads>(device, main); e != cudaSuccess) {
-        return fail(e, "no kernel image for this GPU (exact L2 norm)");
+      if (cudaError_t e = kernel_facts<exact_terms_kernel<T, kLaneTermOf<R>>, kReproThreads>(device, main); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact sum of squares or products)");
       }
-      if (cudaError_t e = kernel_facts<exact_norm2_finish_kernel<float>, kReproThreads>(device, finish); e != cudaSuccess) {
-        return fail(e, "no kernel image for this GPU (exact L2 norm's combine)");
+      if (cudaError_t e = kernel_facts<exact_terms_finish_kernel<kLaneTermOf<R>>, kReproThreads>(device, finish);
+          e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact sum of squares or products: combine)");
       }
       out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<double>);
       out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
                              dependent_possible && finish.ptx_version >= 90);
+      return cudaSuccess;
+    } else if constexpr (kVarianceSum<R>) {
+      // Two passes (the exact Sum's rows, then the squares'), then one block's finish: three
+      // launches whatever the size. The grid is the squares' (two blocks an SM).
+      out.exact = true;  // Mode::Reproducible too: the result is a function of the data alone
+      if (n >= kReproMaxElements) {
+        return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"
+                                                                   : "Mode::Reproducible sums at most 2^40 elements");
+      }
+      KernelFacts sums{}, squares{}, finish{};
+      if (cudaError_t e = kernel_facts<exact_moment_rows_kernel<T, LaneTerm::Element>, kReproThreads>(device, sums);
+          e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact variance: sums)");
+      }
+      if (cudaError_t e = kernel_facts<exact_moment_rows_kernel<T, LaneTerm::Square>, kReproThreads>(device, squares);
+          e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact variance: squares)");
+      }
+      if (cudaError_t e = kernel_facts<exact_variance_finish_kernel<float>, kReproThreads>(device, finish); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact variance: combine)");
+      }
+      out.repro = plan_reproducible(n, sms, squares.blocks_per_sm, opt.max_blocks,
+                                    primitives::kExactRowWords<float> + primitives::kExactRowWords<double>);
+      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
+                             dependent_possible && finish.ptx_version >= 90);
+      out.route.combine_kernel = true;  // the finish runs after the passes at every size
       return cudaSuccess;
     }
   }
@@ -360,16 +399,39 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
                         reinterpret_cast<A*>(d_out), kSumResultType<R>, std::uint64_t(n));
       }
       return status;
-    } else if constexpr (kSquareSum<R>) {
+    } else if constexpr (kTermSum<R>) {
       using T = typename R::Input;
-      static_assert(std::is_same_v<typename R::Out, float>, "the exact L2 norm's result is a float");
+      constexpr LaneTerm kTerm = kLaneTermOf<R>;
+      static_assert(std::is_same_v<typename R::Out, float>, "the exact L2 norm's and dot product's result is a float");
       auto* rows = static_cast<unsigned long long*>(d_temp);
-      ReproArgs<T, float> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, rows, d_out,
-                               primitives::ResultType::Acc};
-      cudaError_t status = launch(exact_norm2_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
+      const T* y = nullptr;
+      bool aligned = reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
+      if constexpr (kTerm == LaneTerm::Product) {
+        y = in.y;
+        aligned = aligned && reinterpret_cast<std::uintptr_t>(in.y) % 16 == 0;
+      }
+      const TermArgs<T> args{in.x, y, n, plan.repro.tiles, aligned, rows, d_out};
+      cudaError_t status = launch(exact_terms_kernel<T, kTerm>, r.grid, kReproThreads, 0, stream, false, args);
       if (status == cudaSuccess && r.combine_kernel) {
-        status = launch(exact_norm2_finish_kernel<float>, 1, kReproThreads, 0, stream, r.dependent_launch,
+        status = launch(exact_terms_finish_kernel<kTerm>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(rows), r.grid, d_out);
+      }
+      return status;
+    } else if constexpr (kVarianceSum<R>) {
+      using T = typename R::Input;
+      static_assert(std::is_same_v<typename R::Out, float>, "the exact variance's result is a float");
+      auto* sum_rows = static_cast<unsigned long long*>(d_temp);
+      auto* square_rows = sum_rows + std::size_t(r.grid) * primitives::kExactRowWords<float>;
+      const MomentArgs<T> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, sum_rows,
+                               square_rows};
+      cudaError_t status = launch(exact_moment_rows_kernel<T, LaneTerm::Element>, r.grid, kReproThreads, 0, stream, false, args);
+      if (status == cudaSuccess) {
+        status = launch(exact_moment_rows_kernel<T, LaneTerm::Square>, r.grid, kReproThreads, 0, stream, false, args);
+      }
+      if (status == cudaSuccess) {
+        status = launch(exact_variance_finish_kernel<float>, 1, kReproThreads, 0, stream, r.dependent_launch,
+                        static_cast<const unsigned long long*>(sum_rows), static_cast<const unsigned long long*>(square_rows),
+                        r.grid, std::uint64_t(n), std::int64_t(red.finish.correction), red.finish.root, d_out);
       }
       return status;
     }

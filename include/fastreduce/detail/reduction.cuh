@@ -157,6 +157,26 @@ inline constexpr bool kMeanSum = false;
 // on one contiguous output (the 1-D reduce).
 template <class R>
 inline constexpr bool kSquareSum = false;
+// Reductions they serve as the sum of the products of two inputs' elements: the family's dot
+// product of float, half and bfloat16 inputs (specialised in stat_reductions.cuh), on one
+// contiguous output.
+template <class R>
+inline constexpr bool kProductSum = false;
+
+// What Mode::Exact's double lanes add for element i: the element itself (a double sum), its square
+// (kSquareSum) or the product x[i] y[i] (kProductSum), each exact in double for float, half and
+// bfloat16 inputs.
+enum class LaneTerm : unsigned { Element, Square, Product };
+template <class R>
+inline constexpr LaneTerm kLaneTermOf = kSquareSum<R> ? LaneTerm::Square : kProductSum<R> ? LaneTerm::Product : LaneTerm::Element;
+// The reductions whose exact form is a sum of such terms (squares or products) in double.
+template <class R>
+inline constexpr bool kTermSum = kLaneTermOf<R> != LaneTerm::Element;
+// Reductions they serve from the exact sums of the elements and of their squares: the family's
+// variance and standard deviation of float, half and bfloat16 inputs (specialised in
+// stat_reductions.cuh), on one contiguous output.
+template <class R>
+inline constexpr bool kVarianceSum = false;
 
 // A reduction may refuse its own parameters (a negative variance correction): `valid(message)`.
 template <class R>

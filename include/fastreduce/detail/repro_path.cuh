@@ -128,33 +128,38 @@ __device__ __forceinline__ LanePartial lane_partial(const FloatLane (&lanes)[2])
   return {join.sum, __dadd_rn(__dadd_rn(lanes[0].error, lanes[1].error), join.error)};
 }
 
-// What an exact double lane adds for element x: x itself (a double), or (Square: the L2 norm of
-// float, half and bfloat16 inputs) its square in double, which is exact (a 48-bit significand
-// between 2^-298 and 2^256) and never contracted into an FMA with the addition it feeds.
-template <bool Square, class E>
-__device__ __forceinline__ double lane_value(const E& x) {
-  if constexpr (Square) {
-    const double d = static_cast<double>(primitives::to_acc<float>(x));
-    return __dmul_rn(d, d);
-  } else {
-    static_assert(std::is_same_v<E, double>, "exact double lanes add doubles, or squares");
+// What an exact double lane adds for element x (and y, the second input's element at the same
+// index): x itself (a double), its square (LaneTerm::Square: the L2 norm of float, half and
+// bfloat16 inputs) or the product x y (LaneTerm::Product: their dot product), in double. A
+// square or product of two such values is exact in double (a significand of at most 48 bits
+// between 2^-298 and 2^256), and __dmul_rn is never contracted into an FMA with the addition it
+// feeds.
+template <LaneTerm Term, class E>
+__device__ __forceinline__ double lane_value(const E& x, const E& y) {
+  if constexpr (Term == LaneTerm::Element) {
+    static_assert(std::is_same_v<E, double>, "exact double lanes add doubles, squares or products");
     return x;
+  } else {
+    const double d = static_cast<double>(primitives::to_acc<float>(x));
+    if constexpr (Term == LaneTerm::Square) return __dmul_rn(d, d);
+    else return __dmul_rn(d, static_cast<double>(primitives::to_acc<float>(y)));
   }
 }
 
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
 // Exact lanes hand what would round to `spill`: float-valued sums element by element (the
 // lane's own limbs), double lanes once per pair of elements (spill(pending) with the two chains'
-// leftovers, 0 where none: the warp's row of limbs, WarpSpillRow). Square: the elements' squares
-// (exact double lanes only).
-template <class T, class L, bool Square = false, class Spill>
-__device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, Spill& spill) {
-  static_assert(!Square || std::is_same_v<L, ExactDoubleLane>, "squares go to the exact double lanes");
+// leftovers, 0 where none: the warp's row of limbs, WarpSpillRow). Term: the elements' squares,
+// or their products with w's (exact double lanes only); w is not read otherwise.
+template <class T, class L, LaneTerm Term = LaneTerm::Element, class Spill>
+__device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, const Vec<T>& w, Spill& spill) {
+  static_assert(Term == LaneTerm::Element || std::is_same_v<L, ExactDoubleLane>,
+                "squares and products go to the exact double lanes");
   if constexpr (std::is_same_v<L, ExactDoubleLane>) {
     double pending[2] = {0.0, 0.0};
 #pragma unroll
     for (unsigned c = 0; c < kVecElems<T>; ++c) {
-      const double left = lanes[c % 2].add(lane_value<Square>(v.elem[c]));
+      const double left = lanes[c % 2].add(lane_value<Term>(v.elem[c], w.elem[c]));
       if (left != 0.0) pending[c % 2] = left;  // one element per chain between two spills
       if (c % 2 == 1) {
         spill(pending);
@@ -182,9 +187,11 @@ template <class T>
 inline constexpr unsigned kBatch = std::min(sizeof(T) == 2 ? kReproLoadBatch / 2 : kReproLoadBatch, kLaneVectors<T>);
 // Squares (the exact L2 norm) take half a batch: their double lanes need the registers, and a kernel
 // of at most 128 registers a thread runs two blocks an SM, whose warps hide the double additions'
-// latency.
-template <class T, bool Square = false>
-inline constexpr unsigned kBatchOf = Square ? kBatch<T> / 2 : kBatch<T>;
+// latency. Products (the exact dot product) load two inputs: a quarter of a batch from each.
+template <class T, LaneTerm Term = LaneTerm::Element>
+inline constexpr unsigned kBatchOf = Term == LaneTerm::Square    ? kBatch<T> / 2
+                                     : Term == LaneTerm::Product ? kBatch<T> / 4
+                                                                 : kBatch<T>;
 
 template <class T, unsigned B>
 __device__ __forceinline__ void load_batch(Vec<T> (&batch)[B], const T* in, std::size_t n,
@@ -213,11 +220,11 @@ inline constexpr bool kExactLane = std::is_same_v<L, ExactFloatLane> || std::is_
 
 // Mode::Exact's hot loop: one vector into the lane's two chains with try_add (add_vector's
 // order); `exact` and-ed with whether every addition was exact.
-template <class T, class L, bool Square = false>
-__device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool exact) {
+template <class T, class L, LaneTerm Term = LaneTerm::Element>
+__device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, const Vec<T>& w, bool exact) {
 #pragma unroll
   for (unsigned c = 0; c < kVecElems<T>; ++c) {
-    if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(lane_value<Square>(v.elem[c])) & exact;
+    if constexpr (std::is_same_v<L, ExactDoubleLane>) exact = lanes[c % 2].try_add(lane_value<Term>(v.elem[c], w.elem[c])) & exact;
     else exact = lanes[c % 2].try_add(primitives::to_acc<float>(v.elem[c])) & exact;
   }
   return exact;
@@ -227,19 +234,26 @@ __device__ __forceinline__ bool try_vector(L (&lanes)[2], const Vec<T>& v, bool 
 // (past n: +0.0, as load_batch), and added with spills, from the lane sums the batch started
 // with. Only the lanes whose batch had an inexact addition come here (every spill is a lane's
 // own). A loop, not unrolled: one copy of the spill's code per batch of the hot loop. Abs: the
-// elements' magnitudes (the L1 norm); Square: their squares (the L2 norm).
-template <class T, bool Abs, bool Square, class L, class Spill>
-__device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std::size_t n, std::size_t tile,
-                                                unsigned b, unsigned lane, Spill& spill) {
+// elements' magnitudes (the L1 norm); Term: their squares (the L2 norm) or their products with
+// in2's elements (the dot product).
+template <class T, bool Abs, LaneTerm Term, class L, class Spill>
+__device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, const T* in2, std::size_t n,
+                                                std::size_t tile, unsigned b, unsigned lane, Spill& spill) {
   constexpr unsigned V = kVecElems<T>;
 #pragma unroll 1
-  for (unsigned j = 0; j < kBatchOf<T, Square>; ++j) {
-    const std::size_t first = tile * kReproTile + (std::size_t(b * kBatchOf<T, Square> + j) * 32 + lane) * V;
-    Vec<T> v;
+  for (unsigned j = 0; j < kBatchOf<T, Term>; ++j) {
+    const std::size_t first = tile * kReproTile + (std::size_t(b * kBatchOf<T, Term> + j) * 32 + lane) * V;
+    Vec<T> v, w;
 #pragma unroll
     for (unsigned c = 0; c < V; ++c) v.elem[c] = first + c < n ? in[first + c] : T(0.0f);
+    if constexpr (Term == LaneTerm::Product) {
+#pragma unroll
+      for (unsigned c = 0; c < V; ++c) w.elem[c] = first + c < n ? in2[first + c] : T(0.0f);
+    } else {
+      w = v;
+    }
     if constexpr (Abs) v = primitives::magnitudes(v);
-    add_vector<T, L, Square>(lanes, v, spill);
+    add_vector<T, L, Term>(lanes, v, w, spill);
   }
 }
 
@@ -247,39 +261,55 @@ __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, std:
 // l, l + 32, ... of each tile and adds them in increasing order. The loads of the next batch
 // (of this tile or the next) are in flight while the current batch is added. After each tile,
 // add_tile(lanes) takes the lane's two accumulators. Abs: each element's magnitude instead (the
-// sign bits cleared as the batch is taken from the loads); Square: its square (exact double lanes).
-template <class L, bool Abs, bool Square = false, class T, class Spill, class AddTile>
-__device__ __forceinline__ void sum_tiles_with(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
-                                               std::size_t step, bool aligned, unsigned lane, Spill& spill,
-                                               AddTile&& add_tile) {
-  constexpr unsigned B = kBatchOf<T, Square>;
+// sign bits cleared as the batch is taken from the loads); Term: its square, or its product with
+// in2's element at the same index (exact double lanes; `aligned`: in and in2 are both 16-byte
+// aligned; in2 is read for products only).
+template <class L, bool Abs, LaneTerm Term = LaneTerm::Element, class T, class Spill, class AddTile>
+__device__ __forceinline__ void sum_tiles_with(const T* in, const T* in2, std::size_t n, std::size_t tiles,
+                                               std::size_t first, std::size_t step, bool aligned, unsigned lane,
+                                               Spill& spill, AddTile&& add_tile) {
+  constexpr bool kTwo = Term == LaneTerm::Product;
+  constexpr unsigned B = kBatchOf<T, Term>;
   constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / B;
   static_assert(batches * B * 32 * kVecElems<T> == kReproTile);
   if (first >= tiles) return;
-  Vec<T> next[B];
+  Vec<T> next[B], next2[kTwo ? B : 1];
   load_batch(next, in, n, first, 0, aligned, lane);
+  if constexpr (kTwo) load_batch(next2, in2, n, first, 0, aligned, lane);
   for (std::size_t tile = first; tile < tiles; tile += step) {
     L lanes[2];
 #pragma unroll
     for (unsigned b = 0; b < batches; ++b) {
-      Vec<T> current[B];
+      Vec<T> current[B], current2[kTwo ? B : 1];
 #pragma unroll
       for (unsigned j = 0; j < B; ++j) current[j] = primitives::magnitudes_if<Abs>(next[j]);
-      if (b + 1 < batches) load_batch(next, in, n, tile, b + 1, aligned, lane);
-      else if (tile + step < tiles) load_batch(next, in, n, tile + step, 0, aligned, lane);
+      if constexpr (kTwo) {
+#pragma unroll
+        for (unsigned j = 0; j < B; ++j) current2[j] = next2[j];
+      }
+      if (b + 1 < batches) {
+        load_batch(next, in, n, tile, b + 1, aligned, lane);
+        if constexpr (kTwo) load_batch(next2, in2, n, tile, b + 1, aligned, lane);
+      } else if (tile + step < tiles) {
+        load_batch(next, in, n, tile + step, 0, aligned, lane);
+        if constexpr (kTwo) load_batch(next2, in2, n, tile + step, 0, aligned, lane);
+      }
       if constexpr (kExactLane<L>) {
         const L saved[2] = {lanes[0], lanes[1]};
         bool exact = true;
 #pragma unroll
-        for (unsigned j = 0; j < B; ++j) exact = try_vector<T, L, Square>(lanes, current[j], exact);
+        for (unsigned j = 0; j < B; ++j) {
+          if constexpr (kTwo) exact = try_vector<T, L, Term>(lanes, current[j], current2[j], exact);
+          else exact = try_vector<T, L, Term>(lanes, current[j], current[j], exact);
+        }
         if (!exact) {
           lanes[0] = saved[0];
           lanes[1] = saved[1];
-          add_batch_again<T, Abs, Square>(lanes, in, n, tile, b, lane, spill);
+          add_batch_again<T, Abs, Term>(lanes, in, in2, n, tile, b, lane, spill);
         }
       } else {
 #pragma unroll
-        for (unsigned j = 0; j < B; ++j) add_vector<T>(lanes, current[j], spill);
+        for (unsigned j = 0; j < B; ++j) add_vector<T>(lanes, current[j], current[j], spill);
       }
     }
     add_tile(lanes);
@@ -291,7 +321,7 @@ template <bool Abs, class T, class AddTile>
 __device__ __forceinline__ void sum_tiles(const T* in, std::size_t n, std::size_t tiles, std::size_t first,
                                           std::size_t step, bool aligned, unsigned lane, AddTile&& add_tile) {
   NoSpill none;
-  sum_tiles_with<Lane<T>, Abs>(in, n, tiles, first, step, aligned, lane, none, add_tile);
+  sum_tiles_with<Lane<T>, Abs>(in, in, n, tiles, first, step, aligned, lane, none, add_tile);
 }
 
 template <class A>
@@ -388,7 +418,7 @@ __device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exac
                                                 unsigned lane) {
   if constexpr (Exact) {
     auto spill = [&](double x) { lane_exact.spill(x); };
-    sum_tiles_with<ExactFloatLane, Abs>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactFloatLane (&lanes)[2]) {
+    sum_tiles_with<ExactFloatLane, Abs>(in, in, n, tiles, first, step, aligned, lane, spill, [&](ExactFloatLane (&lanes)[2]) {
       lane_exact.add_chains(lanes[0].sum, lanes[1].sum);
     });
   } else {
@@ -400,23 +430,24 @@ __device__ __forceinline__ void add_float_tiles(primitives::LaneExact& lane_exac
 }
 
 // The same for double sums, into the warp's accumulator. Exact: `spill_row` and `spill_flags`,
-// the warp's row of ExactSum<double>::kLimbs words and a flags word in shared memory. Square: the
-// squares of float, half or bfloat16 elements, each exact in double, on the exact double lanes.
-template <bool Exact, bool Abs = false, bool Square = false, class T = double>
+// the warp's row of ExactSum<double>::kLimbs words and a flags word in shared memory. Term: the
+// squares of float, half or bfloat16 elements, or their products with in2's, each exact in
+// double, on the exact double lanes.
+template <bool Exact, bool Abs = false, LaneTerm Term = LaneTerm::Element, class T = double>
 __device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& exact, const T* in, std::size_t n,
                                                  std::size_t tiles, std::size_t first, std::size_t step, bool aligned,
                                                  unsigned lane, long long* spill_row = nullptr,
-                                                 unsigned* spill_flags = nullptr) {
+                                                 unsigned* spill_flags = nullptr, const T* in2 = nullptr) {
   if constexpr (Exact) {
     WarpSpillRow spill(spill_row, spill_flags, lane);
-    sum_tiles_with<ExactDoubleLane, Abs, Square>(in, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
+    sum_tiles_with<ExactDoubleLane, Abs, Term>(in, in2, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
       add_exact_double_tile(exact, lanes, lane, spill);
       // A tile hands on at most two pieces per limb per element: after a tile that did, the row
       // joins the accumulator, which is carried, so that no limb comes near 2^63.
       if (spill.flush(exact, lane)) exact.carry(lane);
     });
   } else {
-    static_assert(!Square && std::is_same_v<T, double>, "the reproducible double lanes sum doubles");
+    static_assert(Term == LaneTerm::Element && std::is_same_v<T, double>, "the reproducible double lanes sum doubles");
     sum_tiles<Abs>(in, n, tiles, first, step, aligned, lane, [&](DoubleLane (&lanes)[2]) {
       exact.add(warp_dd_reduce(dd_add(lanes[0].total(), lanes[1].total())), lane);
     });
@@ -424,29 +455,32 @@ __device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& e
 }
 
 // A run of whole tiles (and at most one partial tile, the last) that one grid sums: tile t is
-// in[t * kReproTile, ...), elements at or past n read as +0.0. `aligned`: in is 16-byte aligned.
+// in[t * kReproTile, ...), elements at or past n read as +0.0. `aligned`: in (and in2, where
+// read) is 16-byte aligned. in2: the second input of a sum of products (LaneTerm::Product).
 template <class T>
 struct ReproSpan {
   const T* in;
   std::size_t n;
   std::size_t tiles;
   bool aligned;
+  const T* in2 = nullptr;
 };
 
-// The accumulator format of the exact kernels: the sum's (acc_t), or double for the squares of
-// float, half and bfloat16 inputs (Square), which reach below a float's lowest bit.
-template <class T, bool Square = false>
-using exact_acc_t = std::conditional_t<Square, double, acc_t<T, Sum>>;
+// The accumulator format of the exact kernels: the sum's (acc_t), or double for the squares and
+// products of float, half and bfloat16 inputs (LaneTerm::Square, LaneTerm::Product), which reach
+// below a float's lowest bit.
+template <class T, LaneTerm Term = LaneTerm::Element>
+using exact_acc_t = std::conditional_t<Term != LaneTerm::Element, double, acc_t<T, Sum>>;
 
 // The block's share of every span's tiles (tiles round the grid's warps, blocks first, so that a
 // small input still spreads over many SMs), summed into its warps' exact accumulators; stores
 // the block's row of limbs at rows + blockIdx.x * kExactRowWords. Ends with the block's threads
-// done with `shared`. Square: the elements' squares (Exact only).
-template <class T, std::size_t Spans, bool Exact = false, bool Abs = false, bool Square = false>
+// done with `shared`. Term: the elements' squares, or their products with in2's (Exact only).
+template <class T, std::size_t Spans, bool Exact = false, bool Abs = false, LaneTerm Term = LaneTerm::Element>
 __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Spans], unsigned long long* rows,
-                                                ReproShared<exact_acc_t<T, Square>>& shared) {
-  static_assert(!Square || (Exact && !Abs), "squares take Mode::Exact's lanes");
-  using A = exact_acc_t<T, Square>;
+                                                ReproShared<exact_acc_t<T, Term>>& shared) {
+  static_assert(Term == LaneTerm::Element || (Exact && !Abs), "squares and products take Mode::Exact's lanes");
+  using A = exact_acc_t<T, Term>;
   constexpr unsigned warps = kReproThreads / 32;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
@@ -467,8 +501,8 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
     __shared__ unsigned spill_flags[warps];
 #pragma unroll
     for (std::size_t s = 0; s < Spans; ++s) {
-      add_double_tiles<Exact, Abs, Square>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step,
-                                           spans[s].aligned, lane, spill_rows[Exact ? warp : 0], &spill_flags[warp]);
+      add_double_tiles<Exact, Abs, Term>(exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned,
+                                         lane, spill_rows[Exact ? warp : 0], &spill_flags[warp], spans[s].in2);
     }
   }
   unsigned long long* row = rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<A>;
@@ -501,12 +535,22 @@ __global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsig
   primitives::finish_exact_rows<primitives::AnyNarrow, Divide>(rows, count, shared, out, result, divisor);
 }
 
-// The L2 norm of float, half and bfloat16 inputs in Mode::Exact and Mode::Reproducible: one block
-// adds rows[0 .. count) and stores the square root of the exact sum of squares, the sum rounded
-// once to double, its square root rounded to double, then to float (within an ulp of the
-// correctly rounded norm; the bits a function of the data alone).
-// The sum of the squares alone: rounded once to double into `squares`, in thread 0 (which returns
-// true); every other thread returns false.
+// The sums of squares and products (the L2 norm and the dot product of float, half and bfloat16
+// inputs, in Mode::Exact and Mode::Reproducible): x and (products) y, n elements in `tiles` tiles;
+// `aligned`: both 16-byte aligned.
+template <class T>
+struct TermArgs {
+  const T* x;
+  const T* y;  // LaneTerm::Product only
+  std::size_t n;
+  std::size_t tiles;
+  bool aligned;
+  unsigned long long* rows;  // per block: its accumulator's limbs and its special-value flags
+  float* out;
+};
+
+// The sum of the squares alone: rows[0 .. count) added and rounded once to double into `squares`,
+// in thread 0 (which returns true); every other thread returns false.
 __device__ __forceinline__ bool sum_of_squares_rows(const unsigned long long* rows, unsigned count,
                                                     ReproShared<double>& shared, double& squares) {
   const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
@@ -515,31 +559,157 @@ __device__ __forceinline__ bool sum_of_squares_rows(const unsigned long long* ro
   squares = primitives::round_exact<double>(total.limbs, total.negative, total.special, lane);
   return lane == 0;
 }
-__device__ __forceinline__ void finish_norm2_rows(const unsigned long long* rows, unsigned count,
-                                                  ReproShared<double>& shared, float* out) {
-  double squares = 0.0;
-  if (sum_of_squares_rows(rows, count, shared, squares)) *out = __double2float_rn(__dsqrt_rn(squares));
+
+// One block adds rows[0 .. count) and stores the result:
+// - Square (the L2 norm): the square root of the exact sum of squares, the sum rounded once to
+//   double, its square root rounded to double, then to float (within an ulp of the correctly
+//   rounded norm; the bits a function of the data alone);
+// - Product (the dot product): the exact sum of the products rounded once to float (correctly
+//   rounded).
+template <LaneTerm Term>
+__device__ __forceinline__ void finish_term_rows(const unsigned long long* rows, unsigned count,
+                                                 ReproShared<double>& shared, float* out) {
+  static_assert(Term != LaneTerm::Element);
+  if constexpr (Term == LaneTerm::Square) {
+    double squares = 0.0;
+    if (sum_of_squares_rows(rows, count, shared, squares)) *out = __double2float_rn(__dsqrt_rn(squares));
+  } else {
+    const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
+    if (total.limbs == nullptr) return;
+    const unsigned lane = threadIdx.x % 32;
+    const float v = primitives::round_exact<double, float>(total.limbs, total.negative, total.special, lane);
+    if (lane == 0) *out = v;
+  }
 }
 
-// Each block adds the squares of its tiles exactly (the exact double lanes, as a double sum's) and
-// stores its row; a grid of one block finishes its own row, a larger one leaves the rows to
-// exact_norm2_finish_kernel.
-template <class T>
-__global__ void __launch_bounds__(kReproThreads, 2) exact_norm2_kernel(ReproArgs<T, float> args) {
+// Each block adds the squares or products of its tiles exactly (the exact double lanes, as a
+// double sum's) and stores its row; a grid of one block finishes its own row, a larger one leaves
+// the rows to exact_terms_finish_kernel.
+template <class T, LaneTerm Term>
+__global__ void __launch_bounds__(kReproThreads, 2) exact_terms_kernel(TermArgs<T> args) {
   __shared__ ReproShared<double> shared;
-  const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
-  repro_block_row<T, 1, true, false, true>(spans, args.rows, shared);
-  if (gridDim.x == 1) finish_norm2_rows(args.rows, 1, shared, args.out);
+  const ReproSpan<T> spans[1] = {{args.x, args.n, args.tiles, args.aligned, args.y}};
+  repro_block_row<T, 1, true, false, Term>(spans, args.rows, shared);
+  if (gridDim.x == 1) finish_term_rows<Term>(args.rows, 1, shared, args.out);
 }
 
-// One block, after exact_norm2_kernel's grid. (A template, so that every translation unit that
-// includes this header may instantiate it.)
-template <class Out = float>
-__global__ void __launch_bounds__(kReproThreads) exact_norm2_finish_kernel(const unsigned long long* rows, unsigned count,
-                                                                           Out* out) {
+// One block, after exact_terms_kernel's grid.
+template <LaneTerm Term>
+__global__ void __launch_bounds__(kReproThreads) exact_terms_finish_kernel(const unsigned long long* rows, unsigned count,
+                                                                           float* out) {
   __shared__ ReproShared<double> shared;
   primitives::wait_for_prior_grid();
-  finish_norm2_rows(rows, count, shared, out);
+  finish_term_rows<Term>(rows, count, shared, out);
+}
+
+// The variance and standard deviation of float, half and bfloat16 inputs (Mode::Exact and
+// Mode::Reproducible, one contiguous output): the exact sums S1 = sum x (the exact Sum's rows)
+// and S2 = sum x^2 (the squares' rows), from two passes over the input; then, in one thread,
+// N = n S2 - S1^2 exactly in integers (units of 2^-298, below which no square of these types has
+// a bit), N rounded once to double, divided by n and then by n - correction in double (each
+// correctly rounded), the standard deviation its square root in double, and the result rounded to
+// float: within an ulp of the correctly rounded value, and the bits a function of the data alone.
+template <class T>
+struct MomentArgs {
+  const T* x;
+  std::size_t n;
+  std::size_t tiles;
+  bool aligned;
+  unsigned long long* sum_rows;      // per block: the exact Sum's row (kExactRowWords<float> words)
+  unsigned long long* square_rows;   // per block: the squares' row (kExactRowWords<double> words)
+};
+
+// One pass: the block's row of the exact sum of the elements (Term = Element, the exact Sum's lanes
+// and rows) or of their squares (Term = Square), with no finish.
+template <class T, LaneTerm Term>
+__global__ void __launch_bounds__(kReproThreads, Term == LaneTerm::Square ? 2 : 1) exact_moment_rows_kernel(MomentArgs<T> args) {
+  __shared__ ReproShared<exact_acc_t<T, Term>> shared;
+  const ReproSpan<T> spans[1] = {{args.x, args.n, args.tiles, args.aligned}};
+  repro_block_row<T, 1, true, false, Term>(spans, Term == LaneTerm::Square ? args.square_rows : args.sum_rows, shared);
+}
+
+// The big integers of the variance's numerator: 32-bit digits, least significant first.
+inline constexpr int kMomentDigits = 24;  // 768 bits: n S2 and S1^2 stay below 2^634
+
+// N = n S2 - S1^2 in units of 2^-298, rounded once to double (the value N 2^-298). s1: the exact
+// Sum's normalised limbs (units of 2^-149, limb j of weight 2^(32 j)); s2: the squares' (units of
+// 2^-1074). Bits of s2 below 2^-298 are zero for squares of float, half and bfloat16 values.
+__device__ inline double variance_numerator(const unsigned long long* s1, const unsigned long long* s2, std::uint64_t n) {
+  constexpr int D = kMomentDigits;
+  constexpr unsigned K1 = primitives::ExactSum<float>::kLimbs, K2 = primitives::ExactSum<double>::kLimbs;
+  std::uint32_t a[D / 2] = {};  // |S1| in units of 2^-149: below 2^317 (|sum| < 2^168)
+  for (unsigned j = 0; j < K1 && j < D / 2; ++j) a[j] = static_cast<std::uint32_t>(s1[j]);
+  std::uint32_t square[D] = {};  // S1^2, units of 2^-298
+  for (int i = 0; i < D / 2; ++i) {
+    std::uint64_t carry = 0;
+    for (int j = 0; j < D / 2; ++j) {
+      const std::uint64_t t = std::uint64_t(a[i]) * a[j] + square[i + j] + carry;
+      square[i + j] = static_cast<std::uint32_t>(t);
+      carry = t >> 32;
+    }
+    square[i + D / 2] = static_cast<std::uint32_t>(carry);
+  }
+  // S2 in units of 2^-298: 2^-298 = 2^(-1074 + 776), 776 = 24 * 32 + 8.
+  std::uint32_t b[D] = {};
+  for (int j = 0; j < D; ++j) {
+    const unsigned lo = 24 + j, hi = 25 + j;
+    const std::uint64_t low = lo < K2 ? s2[lo] : 0, high = hi < K2 ? s2[hi] : 0;
+    b[j] = static_cast<std::uint32_t>((low >> 8) | (high << 24));
+  }
+  // n S2 (n below 2^40: two 32-bit digits), minus S1^2.
+  std::uint32_t numerator[D] = {};
+  const std::uint32_t n_digits[2] = {static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(n >> 32)};
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t carry = 0;
+    for (int j = 0; i + j < D; ++j) {
+      const std::uint64_t t = std::uint64_t(n_digits[i]) * b[j] + numerator[i + j] + carry;
+      numerator[i + j] = static_cast<std::uint32_t>(t);
+      carry = t >> 32;
+    }
+  }
+  std::int64_t borrow = 0;
+  for (int j = 0; j < D; ++j) {
+    const std::int64_t t = std::int64_t(numerator[j]) - std::int64_t(square[j]) - borrow;
+    numerator[j] = static_cast<std::uint32_t>(t);
+    borrow = t < 0 ? 1 : 0;
+  }
+  // N >= 0 (n sum x^2 >= (sum x)^2). Its top 64 bits, everything under them sticky, rounded once.
+  int top = D - 1;
+  while (top >= 0 && numerator[top] == 0) --top;
+  if (top < 0) return 0.0;
+  const std::uint64_t d2 = numerator[top], d1 = top >= 1 ? numerator[top - 1] : 0, d0 = top >= 2 ? numerator[top - 2] : 0;
+  bool sticky = false;
+  for (int j = 0; j < top - 2; ++j) sticky = sticky || numerator[j] != 0;
+  const int lz = __clz(static_cast<unsigned>(d2));
+  std::uint64_t m = (((d2 << 32) | d1) << lz) | (lz > 0 ? d0 >> (32 - lz) : 0);
+  m |= (sticky || ((d0 << lz) & 0xFFFFFFFFull) != 0) ? 1 : 0;
+  const int scale = -298 + 32 * (top - 1) - lz;
+  return __longlong_as_double(static_cast<long long>(primitives::round_scaled<primitives::kDoubleFormat>(m, scale, false)));
+}
+
+// One block, after both passes: the variance (root: the standard deviation) of the n elements
+// whose rows these are, into *out. NaN for n <= correction, or where any element is NaN or
+// infinite.
+template <class Out = float>
+__global__ void __launch_bounds__(kReproThreads) exact_variance_finish_kernel(const unsigned long long* sum_rows,
+                                                                              const unsigned long long* square_rows,
+                                                                              unsigned count, std::uint64_t n,
+                                                                              std::int64_t correction, bool root, Out* out) {
+  __shared__ ReproShared<float> sums;
+  __shared__ ReproShared<double> squares;
+  primitives::wait_for_prior_grid();
+  const primitives::ExactTotal<float> s1 = primitives::gather_exact_rows<float, kReproThreads / 32>(sum_rows, count, sums);
+  const primitives::ExactTotal<double> s2 =
+      primitives::gather_exact_rows<double, kReproThreads / 32>(square_rows, count, squares);
+  if (s1.limbs == nullptr || threadIdx.x != 0) return;
+  const double divisor = static_cast<double>(static_cast<std::int64_t>(n) - correction);
+  double v;
+  if (s1.special != 0 || s2.special != 0 || !(divisor > 0.0)) {
+    v = __longlong_as_double(0x7FF8000000000000ll);  // NaN
+  } else {
+    v = __ddiv_rn(__ddiv_rn(variance_numerator(s1.limbs, s2.limbs, n), static_cast<double>(n)), divisor);
+  }
+  *out = static_cast<Out>(root ? __dsqrt_rn(v) : v);
 }
 
 }  // namespace fastreduce::engine

@@ -116,6 +116,14 @@ struct MomentsReduction {
 };
 
 template <class O>
+struct VarianceOf;
+// Mode::Reproducible and Mode::Exact: the variance and standard deviation of float, half and
+// bfloat16 inputs from the exact sums of the elements and of their squares, 1-D.
+template <class T>
+inline constexpr bool kVarianceSum<MomentsReduction<T, VarianceOf<stat_t<T>>>> =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+template <class O>
 struct MeanOf {
   __host__ __device__ O operator()(const Moments<double>& m) const { return static_cast<O>(m.mean()); }
 };
@@ -320,5 +328,11 @@ inline constexpr bool kSquareSum<Transformed<T, NoInput, SquareWide, Sum, double
 template <class T>
 using dot_reduction = Transformed<T, T, MultiplyWide, Sum, std::conditional_t<std::is_integral_v<T>, std::int64_t, double>,
                                   Cast<dot_t<T>>>;
+// Mode::Reproducible and Mode::Exact: the dot product of float, half and bfloat16 inputs is the
+// exact sum of the products (each exact in double), rounded once to float, 1-D.
+template <class T, class F>
+inline constexpr bool kProductSum<Transformed<T, T, MultiplyWide, Sum, double, F>> =
+    (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
+    std::is_same_v<F, Cast<stat_t<T>>>;
 
 }  // namespace fastreduce::engine
