@@ -251,9 +251,9 @@ if want exact; then
   "$BIN/fastreduce" bench-axis --types float,bfloat16 --ops sum --modes fast,reproducible,exact \
     ${EXACT_AXIS_ARGS:---totals 2^24 --lengths 1,16,256,4096,2^16,2^20} --format json > "$OUT/bench_axis_exact.json" \
     2>>"$OUT/bench_exact.err" || status=1
-  # The sum-like ops of the family with an exact form (mean, L1; L2 and dot over one output): one
-  # row of 2^24 and 2^28 elements, fast and exact.
-  "$BIN/fastreduce" bench-axis --types float,bfloat16 --ops sum,mean,norm1,norm2,dot --modes fast,exact --axes rows \
+  # The sum-like ops of the family with an exact form (mean, L1; L2, dot, var and std over one
+  # output): one row of 2^24 and 2^28 elements, fast and exact.
+  "$BIN/fastreduce" bench-axis --types float,bfloat16 --ops sum,mean,norm1,norm2,dot,var,std --modes fast,exact --axes rows \
     --totals 2^24,2^28 --lengths 2^24,2^28 --format json > "$OUT/bench_exact_ops.json" 2>>"$OUT/bench_exact.err" || status=1
   # Adversarial data: exponents over each type's whole range, both signs (every batch of an exact
   # lane likely takes the slow path).

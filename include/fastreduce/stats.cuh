@@ -57,7 +57,7 @@ namespace fastreduce {
 // The ops.
 struct Mean {};
 struct Var {
-  int correction = 1;  // M2 / (n - correction), NaN where n <= correction (as torch.var); a negative
+  int correction = 1;  // M2 / (n - correction), NaN where n <= correction (torch.var: inf); a negative
                        // correction is refused (cudaErrorInvalidValue, fastreduce::Error)
 };
 struct Std {

@@ -722,7 +722,8 @@ def _correction(name, correction, unbiased):
 
 def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
     """Variance over dim, like torch.var: M2 / (n - correction), correction=1 by default
-    (unbiased=True/False is the older spelling of 1/0); NaN where n <= correction. One pass,
+    (unbiased=True/False is the older spelling of 1/0); where n <= correction, torch's M2 / 0: inf
+    (NaN where M2 = 0). One pass,
     robust (shifted sums, Chan's merge), accumulated in double. Floating-point inputs only; the
     result has x's dtype. mode="exact" and mode="reproducible" (the same kernels and bits) for
     float32 reduced to one value (dim=None or every dim): n sum x^2 - (sum x)^2 from the exact

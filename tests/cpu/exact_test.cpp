@@ -14,6 +14,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -760,4 +761,105 @@ TEST(ExactReference, AgreesWithShewchuksPartialsAndKnownSums) {
   EXPECT_EQ(fr::reference::exact_rounded<__half>(half_tie, 2), 2048.0);
   const float to_zero[] = {1.0f, -1.0f};
   EXPECT_FALSE(std::signbit(fr::reference::exact_rounded<float>(to_zero, 2)));
+}
+
+namespace {
+
+using fr::testing::BigNatural;
+
+// variance_numerator's inputs from |S1| and S2' (S2 in units of 2^-298): |S1|'s digits as limbs
+// of 2^-149 units, S2' shifted 776 bits up into limbs of 2^-1074 units.
+struct MomentLimbs {
+  std::vector<unsigned long long> s1 = std::vector<unsigned long long>(32, 0);
+  std::vector<unsigned long long> s2 = std::vector<unsigned long long>(96, 0);
+  MomentLimbs(const BigNatural& sum, const BigNatural& squares) {
+    for (std::size_t j = 0; j < 32 && j < sum.d.size(); ++j) s1[j] = sum.d[j];
+    for (std::size_t j = 0; j + 24 < 96 && j < squares.d.size(); ++j) {
+      s2[24 + j] |= (std::uint64_t(squares.d[j]) << 8) & 0xFFFFFFFFull;
+      if (25 + j < 96) s2[25 + j] |= squares.d[j] >> 24;
+    }
+  }
+  double numerator(std::uint64_t n) const { return prim::variance_numerator(s1.data(), 32, s2.data(), 96, n); }
+};
+
+BigNatural random_natural(int bits, std::mt19937_64& rng) {
+  BigNatural x;
+  for (int i = 0; i < bits; i += 32) x.d[std::size_t(i / 32)] = static_cast<std::uint32_t>(rng());
+  if (bits % 32 != 0) x.d[std::size_t(bits / 32)] &= (1u << (bits % 32)) - 1;
+  if (bits > 0) x.d[std::size_t((bits - 1) / 32)] |= 1u << ((bits - 1) % 32);  // exactly `bits` bits
+  return x;
+}
+
+// The float nearest to num 2^scale / den (ties to even; normal results), from 128 more bits of
+// quotient and a sticky remainder.
+double quotient_rounded_to_float(const BigNatural& num, int scale, std::uint64_t den1, std::uint64_t den2) {
+  BigNatural shifted;
+  shifted.add(num, 4);
+  std::uint64_t r1 = 0, r2 = 0;
+  const BigNatural q = shifted.divided(den1, &r1).divided(den2, &r2);
+  return q.rounded(scale - 128, 24, r1 != 0 || r2 != 0);
+}
+
+}  // namespace
+
+// The exact variance's numerator, N = n S2 - S1^2 rounded once to double, against BigNatural's own
+// arithmetic: random |S1| of 0 to 317 bits, n from 1 to 2^40 - 1 (both of its 32-bit digits), S2
+// just above S1^2 / n or far above, up to the contract's 2^594; N = 0, 1, and ties of double
+// rounding. Then the whole fixed rounding (N / n / (n - correction), to float) against the
+// correctly rounded quotient: within one float ulp, as docs/reproducible.md says.
+TEST(ExactArith, VarianceNumeratorIsNTimesS2MinusS1SquaredRoundedOnce) {
+  SEED_TRACE("VarianceNumerator");
+  std::mt19937_64 rng(seed);
+  const std::uint64_t ns[] = {1, 2, 3, 1000003, (1ull << 32) - 1, 1ull << 32, (1ull << 32) + 5, (1ull << 40) - 1};
+  int within = 0, exact = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::uint64_t n = trial % 2 == 0 ? ns[trial / 2 % 8] : 1 + rng() % ((1ull << 40) - 1);
+    // |S1|^2 / n below 2^593, so that S2 stays within the contract.
+    const int log_n = 63 - std::countl_zero(n);
+    const int max_bits = std::min(317, (593 + log_n) / 2);
+    const int s1_bits = trial % 7 == 0 ? max_bits : trial % 7 == 1 ? 0 : int(rng() % std::uint64_t(max_bits + 1));
+    const BigNatural s1 = random_natural(s1_bits, rng);
+    const BigNatural square = s1.times(s1);
+    std::uint64_t rest = 0;
+    BigNatural s2 = square.divided(n, &rest);
+    if (rest != 0) s2.add(1, 0);  // the least S2 with n S2 >= S1^2
+    const int extra = trial % 3 == 0 ? 0 : trial % 3 == 1 ? int(rng() % 64) : int(rng() % 590);
+    if (s2.top_bit() < 593 && extra > 0) s2.add(random_natural(std::min(extra, 592 - std::max(s2.top_bit(), 0)), rng));
+    ASSERT_LT(s2.top_bit(), 594);
+    const BigNatural numerator = s2.times(n).minus(square);
+    const double expected = numerator.rounded(-298);
+    const MomentLimbs limbs(s1, s2);
+    const double got = limbs.numerator(n);
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(expected))
+        << "n " << n << ", |S1| of " << s1_bits << " bits" << std::hexfloat << ": " << got << ", expected " << expected;
+    // The fixed rounding against the correctly rounded variance (normal float results only).
+    for (std::uint64_t correction : {0ull, 1ull}) {
+      if (n <= correction || numerator.top_bit() < 0) continue;
+      const float fixed = static_cast<float>(got / static_cast<double>(n) / static_cast<double>(n - correction));
+      const double best = quotient_rounded_to_float(numerator, -298, n, n - correction);
+      if (!(std::fabs(best) >= 0x1p-126 && std::fabs(best) < 0x1p127)) continue;
+      const float b = static_cast<float>(best);
+      ASSERT_TRUE(fixed == b || fixed == std::nextafter(b, 0.0f) || fixed == std::nextafter(b, INFINITY))
+          << "n " << n << ", correction " << correction << std::hexfloat << ": " << fixed << ", correctly rounded " << b;
+      ++within;
+      exact += fixed == b;
+    }
+  }
+  EXPECT_GT(within, 300);  // the ulp check ran (about a fifth of the trials land in float's normal range)
+  // N = 0 (S1 = n k, S2 = n k^2), N = 1, and ties of the rounding to double: 2^53 + 1 (to 2^53),
+  // 2^53 + 3 (to 2^53 + 4), 2^54 + 2 (to 2^54), 2^54 + 6 (to 2^54 + 8).
+  for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(7), (std::uint64_t(1) << 40) - 1}) {
+    const BigNatural k = random_natural(200, rng);
+    BigNatural s1 = k.times(n), s2 = k.times(k).times(n);
+    EXPECT_EQ(MomentLimbs(s1, s2).numerator(n), 0.0) << n;
+  }
+  const BigNatural s1 = random_natural(250, rng), square = s1.times(s1);
+  constexpr std::uint64_t k53 = std::uint64_t(1) << 53, k54 = std::uint64_t(1) << 54;
+  for (const auto [add, want] : {std::pair{std::uint64_t(1), std::uint64_t(1)}, std::pair{k53 + 1, k53},
+                                 std::pair{k53 + 3, k53 + 4}, std::pair{k54 + 2, k54}, std::pair{k54 + 6, k54 + 8}}) {
+    BigNatural s2 = square;  // n = 1: N = S2 - S1^2 = add
+    s2.add(add, 0);
+    EXPECT_EQ(MomentLimbs(s1, s2).numerator(1), std::ldexp(static_cast<double>(want), -298)) << add;
+  }
+  std::printf("variance numerator: %d fixed roundings within an ulp, %d of them correctly rounded\n", within, exact);
 }

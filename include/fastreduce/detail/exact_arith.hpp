@@ -356,4 +356,65 @@ FASTREDUCE_HOST_DEVICE float float_from_bits(std::uint32_t bits) {
 #endif
 }
 
+// The variance's numerator (Mode::Exact; exact_variance_finish_kernel, detail/repro_path.cuh):
+// N = n S2 - S1^2 exactly, in 32-bit digits (least significant first), and N 2^-298 rounded once
+// to double (nearest even). s1: |S1| as normalised limbs (each below 2^32) in units of 2^-149,
+// limb j of weight 2^(32 j), s1_limbs of them; s2: S2 in units of 2^-1074 (s2_limbs), whose bits
+// below 2^-298 are zero (sums of squares of float, half and bfloat16 values). For sums of fewer
+// than 2^40 such elements |S1| < 2^168 (below 2^317 units) and S2 < 2^296 (below 2^594 units), so
+// N < 2^634 fits kMomentDigits digits; n < 2^40, and n S2 >= S1^2, as for any data.
+inline constexpr int kMomentDigits = 24;
+FASTREDUCE_HOST_DEVICE double variance_numerator(const unsigned long long* s1, unsigned s1_limbs,
+                                                 const unsigned long long* s2, unsigned s2_limbs, std::uint64_t n) {
+  constexpr int D = kMomentDigits;
+  std::uint32_t a[D / 2] = {};  // |S1|, units of 2^-149
+  for (unsigned j = 0; j < s1_limbs && j < unsigned(D / 2); ++j) a[j] = static_cast<std::uint32_t>(s1[j]);
+  std::uint32_t square[D] = {};  // S1^2, units of 2^-298
+  for (int i = 0; i < D / 2; ++i) {
+    std::uint64_t carry = 0;
+    for (int j = 0; j < D / 2; ++j) {
+      const std::uint64_t t = std::uint64_t(a[i]) * a[j] + square[i + j] + carry;
+      square[i + j] = static_cast<std::uint32_t>(t);
+      carry = t >> 32;
+    }
+    square[i + D / 2] = static_cast<std::uint32_t>(carry);
+  }
+  // S2 in units of 2^-298: 2^-298 = 2^(-1074 + 776), 776 = 24 * 32 + 8.
+  std::uint32_t b[D] = {};
+  for (int j = 0; j < D; ++j) {
+    const unsigned lo = 24 + j, hi = 25 + j;
+    const std::uint64_t low = lo < s2_limbs ? s2[lo] : 0, high = hi < s2_limbs ? s2[hi] : 0;
+    b[j] = static_cast<std::uint32_t>((low >> 8) | (high << 24));
+  }
+  // n S2 (n below 2^40: two 32-bit digits), minus S1^2.
+  std::uint32_t numerator[D] = {};
+  const std::uint32_t n_digits[2] = {static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(n >> 32)};
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t carry = 0;
+    for (int j = 0; i + j < D; ++j) {
+      const std::uint64_t t = std::uint64_t(n_digits[i]) * b[j] + numerator[i + j] + carry;
+      numerator[i + j] = static_cast<std::uint32_t>(t);
+      carry = t >> 32;
+    }
+  }
+  std::int64_t borrow = 0;
+  for (int j = 0; j < D; ++j) {
+    const std::int64_t t = std::int64_t(numerator[j]) - std::int64_t(square[j]) - borrow;
+    numerator[j] = static_cast<std::uint32_t>(t);
+    borrow = t < 0 ? 1 : 0;
+  }
+  // N's top 64 bits, everything under them sticky, rounded once.
+  int top = D - 1;
+  while (top >= 0 && numerator[top] == 0) --top;
+  if (top < 0) return 0.0;
+  const std::uint64_t d2 = numerator[top], d1 = top >= 1 ? numerator[top - 1] : 0, d0 = top >= 2 ? numerator[top - 2] : 0;
+  bool sticky = false;
+  for (int j = 0; j < top - 2; ++j) sticky = sticky || numerator[j] != 0;
+  const int lz = leading_zeros64(d2) - 32;
+  std::uint64_t m = (((d2 << 32) | d1) << lz) | (lz > 0 ? d0 >> (32 - lz) : 0);
+  m |= (sticky || ((d0 << lz) & 0xFFFFFFFFull) != 0) ? 1 : 0;
+  const int scale = -298 + 32 * (top - 1) - lz;
+  return double_from_bits(round_scaled<kDoubleFormat>(m, scale, false));
+}
+
 }  // namespace fastreduce::primitives

@@ -628,65 +628,6 @@ __global__ void __launch_bounds__(kReproThreads, Term == LaneTerm::Square ? 2 : 
   repro_block_row<T, 1, true, false, Term>(spans, Term == LaneTerm::Square ? args.square_rows : args.sum_rows, shared);
 }
 
-// The big integers of the variance's numerator: 32-bit digits, least significant first.
-inline constexpr int kMomentDigits = 24;  // 768 bits: n S2 and S1^2 stay below 2^634
-
-// N = n S2 - S1^2 in units of 2^-298, rounded once to double (the value N 2^-298). s1: the exact
-// Sum's normalised limbs (units of 2^-149, limb j of weight 2^(32 j)); s2: the squares' (units of
-// 2^-1074). Bits of s2 below 2^-298 are zero for squares of float, half and bfloat16 values.
-__device__ inline double variance_numerator(const unsigned long long* s1, const unsigned long long* s2, std::uint64_t n) {
-  constexpr int D = kMomentDigits;
-  constexpr unsigned K1 = primitives::ExactSum<float>::kLimbs, K2 = primitives::ExactSum<double>::kLimbs;
-  std::uint32_t a[D / 2] = {};  // |S1| in units of 2^-149: below 2^317 (|sum| < 2^168)
-  for (unsigned j = 0; j < K1 && j < D / 2; ++j) a[j] = static_cast<std::uint32_t>(s1[j]);
-  std::uint32_t square[D] = {};  // S1^2, units of 2^-298
-  for (int i = 0; i < D / 2; ++i) {
-    std::uint64_t carry = 0;
-    for (int j = 0; j < D / 2; ++j) {
-      const std::uint64_t t = std::uint64_t(a[i]) * a[j] + square[i + j] + carry;
-      square[i + j] = static_cast<std::uint32_t>(t);
-      carry = t >> 32;
-    }
-    square[i + D / 2] = static_cast<std::uint32_t>(carry);
-  }
-  // S2 in units of 2^-298: 2^-298 = 2^(-1074 + 776), 776 = 24 * 32 + 8.
-  std::uint32_t b[D] = {};
-  for (int j = 0; j < D; ++j) {
-    const unsigned lo = 24 + j, hi = 25 + j;
-    const std::uint64_t low = lo < K2 ? s2[lo] : 0, high = hi < K2 ? s2[hi] : 0;
-    b[j] = static_cast<std::uint32_t>((low >> 8) | (high << 24));
-  }
-  // n S2 (n below 2^40: two 32-bit digits), minus S1^2.
-  std::uint32_t numerator[D] = {};
-  const std::uint32_t n_digits[2] = {static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(n >> 32)};
-  for (int i = 0; i < 2; ++i) {
-    std::uint64_t carry = 0;
-    for (int j = 0; i + j < D; ++j) {
-      const std::uint64_t t = std::uint64_t(n_digits[i]) * b[j] + numerator[i + j] + carry;
-      numerator[i + j] = static_cast<std::uint32_t>(t);
-      carry = t >> 32;
-    }
-  }
-  std::int64_t borrow = 0;
-  for (int j = 0; j < D; ++j) {
-    const std::int64_t t = std::int64_t(numerator[j]) - std::int64_t(square[j]) - borrow;
-    numerator[j] = static_cast<std::uint32_t>(t);
-    borrow = t < 0 ? 1 : 0;
-  }
-  // N >= 0 (n sum x^2 >= (sum x)^2). Its top 64 bits, everything under them sticky, rounded once.
-  int top = D - 1;
-  while (top >= 0 && numerator[top] == 0) --top;
-  if (top < 0) return 0.0;
-  const std::uint64_t d2 = numerator[top], d1 = top >= 1 ? numerator[top - 1] : 0, d0 = top >= 2 ? numerator[top - 2] : 0;
-  bool sticky = false;
-  for (int j = 0; j < top - 2; ++j) sticky = sticky || numerator[j] != 0;
-  const int lz = __clz(static_cast<unsigned>(d2));
-  std::uint64_t m = (((d2 << 32) | d1) << lz) | (lz > 0 ? d0 >> (32 - lz) : 0);
-  m |= (sticky || ((d0 << lz) & 0xFFFFFFFFull) != 0) ? 1 : 0;
-  const int scale = -298 + 32 * (top - 1) - lz;
-  return __longlong_as_double(static_cast<long long>(primitives::round_scaled<primitives::kDoubleFormat>(m, scale, false)));
-}
-
 // One block, after both passes: the variance (root: the standard deviation) of the n elements
 // whose rows these are, into *out. NaN for n <= correction, or where any element is NaN or
 // infinite.
@@ -707,7 +648,9 @@ __global__ void __launch_bounds__(kReproThreads) exact_variance_finish_kernel(co
   if (s1.special != 0 || s2.special != 0 || !(divisor > 0.0)) {
     v = __longlong_as_double(0x7FF8000000000000ll);  // NaN
   } else {
-    v = __ddiv_rn(__ddiv_rn(variance_numerator(s1.limbs, s2.limbs, n), static_cast<double>(n)), divisor);
+    const double numerator = primitives::variance_numerator(s1.limbs, primitives::ExactSum<float>::kLimbs, s2.limbs,
+                                                            primitives::ExactSum<double>::kLimbs, n);
+    v = __ddiv_rn(__ddiv_rn(numerator, static_cast<double>(n)), divisor);
   }
   *out = static_cast<Out>(root ? __dsqrt_rn(v) : v);
 }
