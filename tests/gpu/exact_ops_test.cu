@@ -518,7 +518,7 @@ void check_l2(int kind) {
 
 // The float norm hides small errors of the sum of squares (a lost or doubled square far under
 // 2^-24 of the sum rounds away), so the sum itself is checked too: the library's block rows
-// (repro_block_row with squares, as exact_terms_kernel runs them) and sum_of_squares_rows, against
+// (repro_block_row with squares, as exact_terms_kernel runs them) and rounded_term_rows, against
 // the big-integer reference's sum rounded to double, 29 bits finer.
 template <class T>
 __global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng::TermArgs<T> args) {
@@ -530,7 +530,7 @@ __global__ void __launch_bounds__(eng::kReproThreads) squares_total_kernel(const
                                                                          double* out) {
   __shared__ eng::ReproShared<double> shared;
   double squares = 0.0;
-  if (eng::sum_of_squares_rows(rows, count, shared, squares)) *out = squares;
+  if (eng::rounded_term_rows(rows, count, shared, squares)) *out = squares;
 }
 
 template <class T>

@@ -242,13 +242,20 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   bool repro_sum = false;
   if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
   if (repro_sum) {
+    if (n >= kReproMaxElements) {
+      return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"
+                                                                 : "Mode::Reproducible sums at most 2^40 elements");
+    }
+    // The reproducible path's route: a grid of `blocks_per_sm` blocks an SM at most, each storing
+    // `row_words` words, then (`finish`) the one-block combine.
+    auto route_reproducible = [&](int blocks_per_sm, unsigned row_words, const KernelFacts& finish) {
+      out.repro = plan_reproducible(n, sms, blocks_per_sm, opt.max_blocks, row_words);
+      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
+                             dependent_possible && finish.ptx_version >= 90);
+    };
     if constexpr (is_exact_sum_v<R>) {
       using A = acc_t<T, Sum>;
       out.exact = opt.mode == Mode::Exact;
-      if (n >= kReproMaxElements) {
-        return fail(cudaErrorNotSupported, out.exact ? "Mode::Exact sums at most 2^40 elements"
-                                                     : "Mode::Reproducible sums at most 2^40 elements");
-      }
       KernelFacts main{}, finish{};
       const cudaError_t facts = with_exact_lanes(
           out.exact, [&]<bool Exact>() { return kernel_facts<repro_sum_kernel<T, Exact, kExactOpOf<R>>, kReproThreads>(device, main); });
@@ -257,16 +264,10 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       if (cudaError_t e = kernel_facts<repro_finish_kernel<A, kDivide>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (reproducible combine)");
       }
-      out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<A>);
-      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
-                             dependent_possible && finish.ptx_version >= 90);
+      route_reproducible(main.blocks_per_sm, primitives::kExactRowWords<A>, finish);
       return cudaSuccess;
     } else if constexpr (kTermSum<R>) {
       out.exact = true;  // Mode::Reproducible too: the exact result is reproducible
-      if (n >= kReproMaxElements) {
-        return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"
-                                                                   : "Mode::Reproducible sums at most 2^40 elements");
-      }
       KernelFacts main{}, finish{};
       if (cudaError_t e = kernel_facts<exact_terms_kernel<T, kLaneTermOf<R>>, kReproThreads>(device, main); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact sum of squares or products)");
@@ -275,18 +276,12 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
           e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact sum of squares or products: combine)");
       }
-      out.repro = plan_reproducible(n, sms, main.blocks_per_sm, opt.max_blocks, primitives::kExactRowWords<double>);
-      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
-                             dependent_possible && finish.ptx_version >= 90);
+      route_reproducible(main.blocks_per_sm, primitives::kExactRowWords<double>, finish);
       return cudaSuccess;
     } else if constexpr (kVarianceSum<R>) {
       // Two passes (the exact Sum's rows, then the squares'), then one block's finish: three
       // launches whatever the size. The grid is the squares' (two blocks an SM).
       out.exact = true;  // Mode::Reproducible too: the result is a function of the data alone
-      if (n >= kReproMaxElements) {
-        return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"
-                                                                   : "Mode::Reproducible sums at most 2^40 elements");
-      }
       KernelFacts sums{}, squares{}, finish{};
       if (cudaError_t e = kernel_facts<exact_moment_rows_kernel<T, LaneTerm::Element>, kReproThreads>(device, sums);
           e != cudaSuccess) {
@@ -299,10 +294,8 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       if (cudaError_t e = kernel_facts<exact_variance_finish_kernel<float>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact variance: combine)");
       }
-      out.repro = plan_reproducible(n, sms, squares.blocks_per_sm, opt.max_blocks,
-                                    primitives::kExactRowWords<float> + primitives::kExactRowWords<double>);
-      out.route = make_route(Path::Reproducible, out.repro.grid, kReproThreads, out.repro.temp_bytes, 0,
-                             dependent_possible && finish.ptx_version >= 90);
+      route_reproducible(squares.blocks_per_sm, primitives::kExactRowWords<float> + primitives::kExactRowWords<double>,
+                         finish);
       out.route.combine_kernel = true;  // the finish runs after the passes at every size
       return cudaSuccess;
     }

@@ -549,14 +549,16 @@ struct TermArgs {
   float* out;
 };
 
-// The sum of the squares alone: rows[0 .. count) added and rounded once to double into `squares`,
-// in thread 0 (which returns true); every other thread returns false.
-__device__ __forceinline__ bool sum_of_squares_rows(const unsigned long long* rows, unsigned count,
-                                                    ReproShared<double>& shared, double& squares) {
+// The exact sum of rows[0 .. count) (rows of the double format: squares or products) rounded once
+// to O (double or float) into `value`, in thread 0 (which returns true); every other thread
+// returns false.
+template <class O>
+__device__ __forceinline__ bool rounded_term_rows(const unsigned long long* rows, unsigned count,
+                                                  ReproShared<double>& shared, O& value) {
   const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
   if (total.limbs == nullptr) return false;
   const unsigned lane = threadIdx.x % 32;
-  squares = primitives::round_exact<double>(total.limbs, total.negative, total.special, lane);
+  value = primitives::round_exact<double, O>(total.limbs, total.negative, total.special, lane);
   return lane == 0;
 }
 
@@ -572,13 +574,10 @@ __device__ __forceinline__ void finish_term_rows(const unsigned long long* rows,
   static_assert(Term != LaneTerm::Element);
   if constexpr (Term == LaneTerm::Square) {
     double squares = 0.0;
-    if (sum_of_squares_rows(rows, count, shared, squares)) *out = __double2float_rn(__dsqrt_rn(squares));
+    if (rounded_term_rows(rows, count, shared, squares)) *out = __double2float_rn(__dsqrt_rn(squares));
   } else {
-    const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
-    if (total.limbs == nullptr) return;
-    const unsigned lane = threadIdx.x % 32;
-    const float v = primitives::round_exact<double, float>(total.limbs, total.negative, total.special, lane);
-    if (lane == 0) *out = v;
+    float sum = 0.0f;
+    if (rounded_term_rows(rows, count, shared, sum)) *out = sum;
   }
 }
 
