@@ -279,24 +279,19 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       route_reproducible(main.blocks_per_sm, primitives::kExactRowWords<double>, finish);
       return cudaSuccess;
     } else if constexpr (kVarianceSum<R>) {
-      // Two passes (the exact Sum's rows, then the squares'), then one block's finish: three
-      // launches whatever the size. The grid is the squares' (two blocks an SM).
+      // One pass (the exact Sum's rows and the squares', each element loaded once), then one
+      // block's finish: two launches whatever the size.
       out.exact = true;  // Mode::Reproducible too: the result is a function of the data alone
-      KernelFacts sums{}, squares{}, finish{};
-      if (cudaError_t e = kernel_facts<exact_moment_rows_kernel<T, LaneTerm::Element>, kReproThreads>(device, sums);
-          e != cudaSuccess) {
-        return fail(e, "no kernel image for this GPU (exact variance: sums)");
-      }
-      if (cudaError_t e = kernel_facts<exact_moment_rows_kernel<T, LaneTerm::Square>, kReproThreads>(device, squares);
-          e != cudaSuccess) {
-        return fail(e, "no kernel image for this GPU (exact variance: squares)");
+      KernelFacts moments{}, finish{};
+      if (cudaError_t e = kernel_facts<exact_moments_kernel<T>, kReproThreads>(device, moments); e != cudaSuccess) {
+        return fail(e, "no kernel image for this GPU (exact variance: moments)");
       }
       if (cudaError_t e = kernel_facts<exact_variance_finish_kernel<float>, kReproThreads>(device, finish); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact variance: combine)");
       }
-      route_reproducible(squares.blocks_per_sm, primitives::kExactRowWords<float> + primitives::kExactRowWords<double>,
+      route_reproducible(moments.blocks_per_sm, primitives::kExactRowWords<float> + primitives::kExactRowWords<double>,
                          finish);
-      out.route.combine_kernel = true;  // the finish runs after the passes at every size
+      out.route.combine_kernel = true;  // the finish runs after the pass at every size
       return cudaSuccess;
     }
   }
@@ -417,10 +412,7 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
       auto* square_rows = sum_rows + std::size_t(r.grid) * primitives::kExactRowWords<float>;
       const MomentArgs<T> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, sum_rows,
                                square_rows};
-      cudaError_t status = launch(exact_moment_rows_kernel<T, LaneTerm::Element>, r.grid, kReproThreads, 0, stream, false, args);
-      if (status == cudaSuccess) {
-        status = launch(exact_moment_rows_kernel<T, LaneTerm::Square>, r.grid, kReproThreads, 0, stream, false, args);
-      }
+      cudaError_t status = launch(exact_moments_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
       if (status == cudaSuccess) {
         status = launch(exact_variance_finish_kernel<float>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(sum_rows), static_cast<const unsigned long long*>(square_rows),

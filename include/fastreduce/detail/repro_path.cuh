@@ -109,6 +109,19 @@ using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane
 using primitives::ExactDoubleLane;
 using primitives::ExactFloatLane;
 
+// Mode::Exact's lanes of the variance of float, half and bfloat16 inputs: one load feeds both exact
+// sums, of the elements (`first`, the exact Sum's lane) and of their squares (`second`, an exact
+// double lane; each square is exact in double). try_add says whether both additions were exact.
+struct ExactMomentLane {
+  ExactFloatLane first;
+  ExactDoubleLane second;
+  __device__ __forceinline__ bool try_add(float x) {
+    const double d = static_cast<double>(x);
+    const bool element = primitives::add_if_exact(first.sum, d);
+    return second.try_add(__dmul_rn(d, d)) & element;
+  }
+};
+
 // No spills: the reproducible lanes round instead.
 struct NoSpill {
   __device__ __forceinline__ void operator()(double) const {}
@@ -166,6 +179,22 @@ __device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, const
         pending[0] = pending[1] = 0.0;
       }
     }
+  } else if constexpr (std::is_same_v<L, ExactMomentLane>) {
+    // The element as the exact Sum's lanes take it (spill(x): the lane's limbs), its square as
+    // the exact double lanes do (spill(pending): the warp's row).
+    double pending[2] = {0.0, 0.0};
+#pragma unroll
+    for (unsigned c = 0; c < kVecElems<T>; ++c) {
+      const float x = primitives::to_acc<float>(v.elem[c]);
+      lanes[c % 2].first.add(x, spill);
+      const double d = static_cast<double>(x);
+      const double left = lanes[c % 2].second.add(__dmul_rn(d, d));
+      if (left != 0.0) pending[c % 2] = left;
+      if (c % 2 == 1) {
+        spill(pending);
+        pending[0] = pending[1] = 0.0;
+      }
+    }
   } else {
 #pragma unroll
     for (unsigned c = 0; c < kVecElems<T>; ++c) {
@@ -192,6 +221,15 @@ template <class T, LaneTerm Term = LaneTerm::Element>
 inline constexpr unsigned kBatchOf = Term == LaneTerm::Square    ? kBatch<T> / 2
                                      : Term == LaneTerm::Product ? kBatch<T> / 4
                                                                  : kBatch<T>;
+// The batch of lanes L. Mode::Exact's float-valued sums (ExactFloatLane) and the variance's lanes
+// (ExactMomentLane) take half a batch, as the squares do, so that their kernels fit two blocks an
+// SM (repro_sum_kernel and exact_moments_kernel ask for it; the rows' and segments' kernels come to
+// 126-128 registers): their additions (in double) need the warps more than the loads need the
+// registers. (Doubles keep the whole batch and one block an SM: measured faster, being bound by
+// memory.)
+template <class T, class L, LaneTerm Term>
+inline constexpr unsigned kLaneBatch =
+    std::is_same_v<L, ExactMomentLane> || std::is_same_v<L, ExactFloatLane> ? kBatch<T> / 2 : kBatchOf<T, Term>;
 
 template <class T, unsigned B>
 __device__ __forceinline__ void load_batch(Vec<T> (&batch)[B], const T* in, std::size_t n,
@@ -216,7 +254,8 @@ __device__ __forceinline__ void load_batch(Vec<T> (&batch)[B], const T* in, std:
 // Mode::Exact's lanes: their hot loop keeps the exact additions (try_add) and a batch with one
 // that was not is summed again with spills (add_batch_again).
 template <class L>
-inline constexpr bool kExactLane = std::is_same_v<L, ExactFloatLane> || std::is_same_v<L, ExactDoubleLane>;
+inline constexpr bool kExactLane =
+    std::is_same_v<L, ExactFloatLane> || std::is_same_v<L, ExactDoubleLane> || std::is_same_v<L, ExactMomentLane>;
 
 // Mode::Exact's hot loop: one vector into the lane's two chains with try_add (add_vector's
 // order); `exact` and-ed with whether every addition was exact.
@@ -240,9 +279,10 @@ template <class T, bool Abs, LaneTerm Term, class L, class Spill>
 __device__ __forceinline__ void add_batch_again(L (&lanes)[2], const T* in, const T* in2, std::size_t n,
                                                 std::size_t tile, unsigned b, unsigned lane, Spill& spill) {
   constexpr unsigned V = kVecElems<T>;
+  constexpr unsigned B = kLaneBatch<T, L, Term>;
 #pragma unroll 1
-  for (unsigned j = 0; j < kBatchOf<T, Term>; ++j) {
-    const std::size_t first = tile * kReproTile + (std::size_t(b * kBatchOf<T, Term> + j) * 32 + lane) * V;
+  for (unsigned j = 0; j < B; ++j) {
+    const std::size_t first = tile * kReproTile + (std::size_t(b * B + j) * 32 + lane) * V;
     Vec<T> v, w;
 #pragma unroll
     for (unsigned c = 0; c < V; ++c) v.elem[c] = first + c < n ? in[first + c] : T(0.0f);
@@ -269,7 +309,7 @@ __device__ __forceinline__ void sum_tiles_with(const T* in, const T* in2, std::s
                                                std::size_t first, std::size_t step, bool aligned, unsigned lane,
                                                Spill& spill, AddTile&& add_tile) {
   constexpr bool kTwo = Term == LaneTerm::Product;
-  constexpr unsigned B = kBatchOf<T, Term>;
+  constexpr unsigned B = kLaneBatch<T, L, Term>;
   constexpr unsigned batches = kReproTile / kVecElems<T> / 32 / B;
   static_assert(batches * B * 32 * kVecElems<T> == kReproTile);
   if (first >= tiles) return;
@@ -515,7 +555,8 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
 // Exact: Mode::Exact's lanes, which never round (the total is the exact sum, rounded once).
 // Op: the sum, the sum of the elements' magnitudes (the L1 norm) or the sum divided by n (the mean).
 template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
-__global__ void __launch_bounds__(kReproThreads) repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
+__global__ void __launch_bounds__(kReproThreads, Exact && !std::is_same_v<T, double> ? 2 : 1)
+    repro_sum_kernel(ReproArgs<T, acc_t<T, Sum>> args) {
   __shared__ ReproShared<acc_t<T, Sum>> shared;
   const ReproSpan<T> spans[1] = {{args.in, args.n, args.tiles, args.aligned}};
   repro_block_row<T, 1, Exact, primitives::kMagnitudesOf<Op>>(spans, args.rows, shared);
@@ -602,12 +643,13 @@ __global__ void __launch_bounds__(kReproThreads) exact_terms_finish_kernel(const
 }
 
 // The variance and standard deviation of float, half and bfloat16 inputs (Mode::Exact and
-// Mode::Reproducible, one contiguous output): the exact sums S1 = sum x (the exact Sum's rows)
-// and S2 = sum x^2 (the squares' rows), from two passes over the input; then, in one thread,
-// N = n S2 - S1^2 exactly in integers (units of 2^-298, below which no square of these types has
-// a bit), N rounded once to double, divided by n and then by n - correction in double (each
-// correctly rounded), the standard deviation its square root in double, and the result rounded to
-// float: within an ulp of the correctly rounded value, and the bits a function of the data alone.
+// Mode::Reproducible, one contiguous output): the exact sums S1 = sum x (the exact Sum's lanes and
+// rows) and S2 = sum x^2 (the squares' exact double lanes and rows), both from one pass over the
+// input; then, in one thread, N = n S2 - S1^2 exactly in integers (units of 2^-298, below which no
+// square of these types has a bit), N rounded once to double, divided by n and then by
+// n - correction in double (each correctly rounded), the standard deviation its square root in
+// double, and the result rounded to float: within an ulp of the correctly rounded value, and the
+// bits a function of the data alone.
 template <class T>
 struct MomentArgs {
   const T* x;
@@ -618,16 +660,61 @@ struct MomentArgs {
   unsigned long long* square_rows;   // per block: the squares' row (kExactRowWords<double> words)
 };
 
-// One pass: the block's row of the exact sum of the elements (Term = Element, the exact Sum's lanes
-// and rows) or of their squares (Term = Square), with no finish.
-template <class T, LaneTerm Term>
-__global__ void __launch_bounds__(kReproThreads, Term == LaneTerm::Square ? 2 : 1) exact_moment_rows_kernel(MomentArgs<T> args) {
-  __shared__ ReproShared<exact_acc_t<T, Term>> shared;
-  const ReproSpan<T> spans[1] = {{args.x, args.n, args.tiles, args.aligned}};
-  repro_block_row<T, 1, true, false, Term>(spans, Term == LaneTerm::Square ? args.square_rows : args.sum_rows, shared);
+// The variance's spills: an element whose addition to its lane's sum would round goes to the lane's
+// own limbs (LaneExact, as the exact Sum's), a square's leftover to the warp's row (WarpSpillRow,
+// as the exact L2 norm's).
+struct MomentSpill {
+  primitives::LaneExact& elements;
+  WarpSpillRow& squares;
+  __device__ __forceinline__ void operator()(double x) { elements.spill(x); }
+  __device__ __forceinline__ void operator()(const double (&pending)[2]) { squares(pending); }
+};
+
+// The one pass: each block adds its tiles' elements and their squares exactly, each element loaded
+// once (ExactMomentLane), and stores its two rows: the exact Sum's (float format) and the squares'
+// (double format). The grid is the exact Sum's tile order round the warps, as repro_block_row's.
+template <class T>
+__global__ void __launch_bounds__(kReproThreads, 2) exact_moments_kernel(MomentArgs<T> args) {
+  constexpr unsigned warps = kReproThreads / 32;
+  // The pass's limbs, then (after a barrier) the rows' stores, in one 43 KB union (static shared
+  // memory stops at 48 KB; both apart took 51 KB).
+  __shared__ union {
+    struct {
+      primitives::LaneLimbs lane_limbs[warps];
+      long long spill_rows[warps][primitives::ExactSum<double>::kLimbs];
+    } pass;
+    struct {
+      ReproShared<float> sums;
+      ReproShared<double> squares;
+    } store;
+  } shared;
+  __shared__ unsigned spill_flags[warps];
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const std::size_t first = blockIdx.x + std::size_t(warp) * gridDim.x;
+  const std::size_t step = std::size_t(gridDim.x) * warps;
+  primitives::ExactSum<float> sums;
+  primitives::ExactSum<double> squares;
+  primitives::LaneExact lane_exact(shared.pass.lane_limbs[warp], lane);
+  WarpSpillRow row(shared.pass.spill_rows[warp], &spill_flags[warp], lane);
+  MomentSpill spill{lane_exact, row};
+  sum_tiles_with<ExactMomentLane, false>(args.x, args.x, args.n, args.tiles, first, step, args.aligned, lane, spill,
+                                         [&](ExactMomentLane (&lanes)[2]) {
+                                           lane_exact.add_chains(lanes[0].first.sum, lanes[1].first.sum);
+                                           const ExactDoubleLane of_squares[2] = {lanes[0].second, lanes[1].second};
+                                           add_exact_double_tile(squares, of_squares, lane, row);
+                                           // As add_double_tiles: the row joins after a tile that spilled.
+                                           if (row.flush(squares, lane)) squares.carry(lane);
+                                         });
+  lane_exact.into(sums);
+  sums.limb[0] = primitives::carry_once(primitives::carry_once(sums.limb[0], lane), lane);
+  __syncthreads();  // every warp is done with shared.pass
+  primitives::store_exact_row(sums, shared.store.sums, args.sum_rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<float>);
+  primitives::store_exact_row(squares, shared.store.squares,
+                              args.square_rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<double>);
 }
 
-// One block, after both passes: the variance (root: the standard deviation) of the n elements
+// One block, after the pass: the variance (root: the standard deviation) of the n elements
 // whose rows these are, into *out. NaN for n <= correction, or where any element is NaN or
 // infinite.
 template <class Out = float>
