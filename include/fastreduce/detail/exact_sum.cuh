@@ -136,6 +136,16 @@ struct ExactSum {
   }
 };
 
+// Brings a warp's limbs (limb j on lane j) within [-1, 2^32] below the top one, without
+// changing their value: two rounds of passing each limb's bits above 32 to the next lane. The
+// block and grid sums then add at most one such row per warp, whatever the length of the input.
+__device__ __forceinline__ long long carry_once(long long limb, unsigned lane) {
+  const long long carry = limb >> 32;  // arithmetic shift: floor division by 2^32
+  const long long from_below = __shfl_up_sync(kFullMask, carry, 1);
+  if (lane == 31) return limb + from_below;  // the top limb keeps its sign and everything above
+  return (limb & 0xFFFFFFFFll) + (lane != 0 ? from_below : 0);
+}
+
 // Float-valued sums: every lane keeps its own exact accumulator in shared memory, so that a
 // tile's lane partials need no butterfly (five levels of shuffles and dependent double-double
 // additions: about a microsecond per tile on an H100, which the last tile of every warp could not
@@ -204,7 +214,7 @@ struct LaneExact {
   // stay below 2^63 (detail/repro_path.cuh checks the bound at compile time). Three lanes add up each row
   // (columns p, p + 3, ... from column 3q on: lane l = 3q + p reads column (l + 3k) % 32 at step
   // k: consecutive lanes, consecutive columns, no bank conflict), then lane q takes the three
-  // partial sums.
+  // partial sums. The warp's limbs are then carried twice (carry_once), as every caller needs them.
   __device__ __forceinline__ void into(ExactSum<float>& exact) const {
     static_assert(3 * kLaneLimbs <= 32);
     __syncwarp();  // every lane's last additions are visible
@@ -222,6 +232,7 @@ struct LaneExact {
     const long long total = __shfl_sync(kFullMask, part, 3 * lane % 32);
     exact.limb[0] = lane < kLaneLimbs ? total : 0;
     exact.special = warp_or(special);
+    exact.limb[0] = carry_once(carry_once(exact.limb[0], lane), lane);
   }
 
  private:
@@ -262,16 +273,6 @@ struct LaneExact {
     }
   }
 };
-
-// Brings a warp's limbs (limb j on lane j) within [-1, 2^32] below the top one, without
-// changing their value: two rounds of passing each limb's bits above 32 to the next lane. The
-// block and grid sums then add at most one such row per warp, whatever the length of the input.
-__device__ __forceinline__ long long carry_once(long long limb, unsigned lane) {
-  const long long carry = limb >> 32;  // arithmetic shift: floor division by 2^32
-  const long long from_below = __shfl_up_sync(kFullMask, carry, 1);
-  if (lane == 31) return limb + from_below;  // the top limb keeps its sign and everything above
-  return (limb & 0xFFFFFFFFll) + (lane != 0 ? from_below : 0);
-}
 
 // Carries every limb's bits above 32 into the next one, bottom to top, in place (one thread):
 // limbs 0 .. W - 2 end in [0, 2^32) and the top limb keeps the sign of the total. A negative

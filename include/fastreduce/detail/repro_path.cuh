@@ -109,19 +109,6 @@ using Lane = std::conditional_t<std::is_same_v<T, double>, DoubleLane, FloatLane
 using primitives::ExactDoubleLane;
 using primitives::ExactFloatLane;
 
-// Mode::Exact's lanes of the variance of float, half and bfloat16 inputs: one load feeds both exact
-// sums, of the elements (`first`, the exact Sum's lane) and of their squares (`second`, an exact
-// double lane; each square is exact in double). try_add says whether both additions were exact.
-struct ExactMomentLane {
-  ExactFloatLane first;
-  ExactDoubleLane second;
-  __device__ __forceinline__ bool try_add(float x) {
-    const double d = static_cast<double>(x);
-    const bool element = primitives::add_if_exact(first.sum, d);
-    return second.try_add(__dmul_rn(d, d)) & element;
-  }
-};
-
 // No spills: the reproducible lanes round instead.
 struct NoSpill {
   __device__ __forceinline__ void operator()(double) const {}
@@ -159,6 +146,18 @@ __device__ __forceinline__ double lane_value(const E& x, const E& y) {
   }
 }
 
+// Mode::Exact's lanes of the variance of float, half and bfloat16 inputs: one load feeds both exact
+// sums, of the elements (`first`, the exact Sum's lane) and of their squares (`second`, an exact
+// double lane; each square is exact in double). try_add says whether both additions were exact.
+struct ExactMomentLane {
+  ExactFloatLane first;
+  ExactDoubleLane second;
+  __device__ __forceinline__ bool try_add(float x) {
+    const bool element = first.try_add(x);
+    return second.try_add(lane_value<LaneTerm::Square>(x, x)) & element;
+  }
+};
+
 // Adds one vector to the lane's two accumulators (even and odd elements: two dependency chains).
 // Exact lanes hand what would round to `spill`: float-valued sums element by element (the
 // lane's own limbs), double lanes once per pair of elements (spill(pending) with the two chains'
@@ -168,28 +167,21 @@ template <class T, class L, LaneTerm Term = LaneTerm::Element, class Spill>
 __device__ __forceinline__ void add_vector(L (&lanes)[2], const Vec<T>& v, const Vec<T>& w, Spill& spill) {
   static_assert(Term == LaneTerm::Element || std::is_same_v<L, ExactDoubleLane>,
                 "squares and products go to the exact double lanes");
-  if constexpr (std::is_same_v<L, ExactDoubleLane>) {
+  if constexpr (std::is_same_v<L, ExactDoubleLane> || std::is_same_v<L, ExactMomentLane>) {
     double pending[2] = {0.0, 0.0};
 #pragma unroll
     for (unsigned c = 0; c < kVecElems<T>; ++c) {
-      const double left = lanes[c % 2].add(lane_value<Term>(v.elem[c], w.elem[c]));
-      if (left != 0.0) pending[c % 2] = left;  // one element per chain between two spills
-      if (c % 2 == 1) {
-        spill(pending);
-        pending[0] = pending[1] = 0.0;
+      double left;
+      if constexpr (std::is_same_v<L, ExactMomentLane>) {
+        // The element as the exact Sum's lanes take it (spill(x): the lane's limbs), its square on
+        // the exact double lane.
+        const float x = primitives::to_acc<float>(v.elem[c]);
+        lanes[c % 2].first.add(x, spill);
+        left = lanes[c % 2].second.add(lane_value<LaneTerm::Square>(x, x));
+      } else {
+        left = lanes[c % 2].add(lane_value<Term>(v.elem[c], w.elem[c]));
       }
-    }
-  } else if constexpr (std::is_same_v<L, ExactMomentLane>) {
-    // The element as the exact Sum's lanes take it (spill(x): the lane's limbs), its square as
-    // the exact double lanes do (spill(pending): the warp's row).
-    double pending[2] = {0.0, 0.0};
-#pragma unroll
-    for (unsigned c = 0; c < kVecElems<T>; ++c) {
-      const float x = primitives::to_acc<float>(v.elem[c]);
-      lanes[c % 2].first.add(x, spill);
-      const double d = static_cast<double>(x);
-      const double left = lanes[c % 2].second.add(__dmul_rn(d, d));
-      if (left != 0.0) pending[c % 2] = left;
+      if (left != 0.0) pending[c % 2] = left;  // one element per chain between two spills
       if (c % 2 == 1) {
         spill(pending);
         pending[0] = pending[1] = 0.0;
@@ -425,7 +417,9 @@ using primitives::ExactPair;
 // Mode::Exact, doubles, at the end of a tile: the warp's 64 chains (a sum and an error each) meet
 // in a fixed xor butterfly of exact pairs, and the tile's pair goes into the warp's accumulator
 // (two additions, as the reproducible sum's double-double). Where some addition would round
-// (data spread over more than about 2^50), every lane's chains go to `spill` instead.
+// (data spread over more than about 2^50), every lane's chains go to `spill` instead. A tile hands
+// on at most two pieces per limb per element: after a tile that did, the row joins the
+// accumulator, which is carried, so that no limb comes near 2^63.
 __device__ __forceinline__ void add_exact_double_tile(primitives::ExactSum<double>& exact,
                                                       const ExactDoubleLane (&lanes)[2], unsigned lane,
                                                       WarpSpillRow& spill) {
@@ -441,12 +435,13 @@ __device__ __forceinline__ void add_exact_double_tile(primitives::ExactSum<doubl
   if (__all_sync(primitives::kFullMask, v.ok)) {
     exact.add(v.sum, lane);
     exact.add(v.error, lane);
-    return;
+  } else {
+    for (unsigned c = 0; c < 2; ++c) {
+      const double pending[2] = {lanes[c].sum, lanes[c].error};
+      spill(pending);
+    }
   }
-  for (unsigned c = 0; c < 2; ++c) {
-    const double pending[2] = {lanes[c].sum, lanes[c].error};
-    spill(pending);
-  }
+  if (spill.flush(exact, lane)) exact.carry(lane);
 }
 
 // A warp's tiles (first, first + step, ... below `tiles`) of a float-valued sum, added exactly to
@@ -482,9 +477,6 @@ __device__ __forceinline__ void add_double_tiles(primitives::ExactSum<double>& e
     WarpSpillRow spill(spill_row, spill_flags, lane);
     sum_tiles_with<ExactDoubleLane, Abs, Term>(in, in2, n, tiles, first, step, aligned, lane, spill, [&](ExactDoubleLane (&lanes)[2]) {
       add_exact_double_tile(exact, lanes, lane, spill);
-      // A tile hands on at most two pieces per limb per element: after a tile that did, the row
-      // joins the accumulator, which is carried, so that no limb comes near 2^63.
-      if (spill.flush(exact, lane)) exact.carry(lane);
     });
   } else {
     static_assert(Term == LaneTerm::Element && std::is_same_v<T, double>, "the reproducible double lanes sum doubles");
@@ -535,7 +527,6 @@ __device__ __forceinline__ void repro_block_row(const ReproSpan<T> (&spans)[Span
       add_float_tiles<T, Exact, Abs>(lane_exact, spans[s].in, spans[s].n, spans[s].tiles, first, step, spans[s].aligned, lane);
     }
     lane_exact.into(exact);
-    exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
   } else {
     __shared__ long long spill_rows[Exact ? warps : 1][Exact ? primitives::ExactSum<double>::kLimbs : 1];
     __shared__ unsigned spill_flags[warps];
@@ -703,11 +694,8 @@ __global__ void __launch_bounds__(kReproThreads, 2) exact_moments_kernel(MomentA
                                            lane_exact.add_chains(lanes[0].first.sum, lanes[1].first.sum);
                                            const ExactDoubleLane of_squares[2] = {lanes[0].second, lanes[1].second};
                                            add_exact_double_tile(squares, of_squares, lane, row);
-                                           // As add_double_tiles: the row joins after a tile that spilled.
-                                           if (row.flush(squares, lane)) squares.carry(lane);
                                          });
   lane_exact.into(sums);
-  sums.limb[0] = primitives::carry_once(primitives::carry_once(sums.limb[0], lane), lane);
   __syncthreads();  // every warp is done with shared.pass
   primitives::store_exact_row(sums, shared.store.sums, args.sum_rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<float>);
   primitives::store_exact_row(squares, shared.store.squares,

@@ -83,7 +83,6 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegm
       primitives::LaneExact lane_exact(lane_limbs[warp], lane);
       add_float_tiles<T, Exact, Abs>(lane_exact, p, n, t1, t0, 1, aligned, lane);
       lane_exact.into(exact);
-      exact.limb[0] = primitives::carry_once(primitives::carry_once(exact.limb[0], lane), lane);
     } else {
       add_double_tiles<Exact, Abs>(exact, p, n, t1, t0, 1, aligned, lane, spill_rows[kSpillRows ? warp : 0],
                                    &spill_flags[warp]);
