@@ -280,6 +280,14 @@ def _plan_put(cache, key, plan):
     cache[key] = plan
 
 
+def _forget_plans():
+    """Drops every plan (the next calls plan afresh): _plans, _fplans and _torch_core's."""
+    _plans.clear()
+    _fplans.clear()
+    if _tc is not None:
+        _tc.forget()
+
+
 def _torch_input(torch, name, x, dtype):
     """x (converted to dtype where the engine cannot read it as it is: float16/bfloat16 are read
     as they are for float32), its type code, the table from codes to dtypes and the dtype asked for
@@ -356,9 +364,13 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
         folded, out_shape, acc = record[0]
         # acc None: the result is of x's own dtype (new_empty without a dtype= is the cheaper call)
+        cplan = _c_plan(code, _OPS[op], 0, mode_code, folded, kind, out_shape, acc,
+                        -1 if by_code[acc] == want else want_code, False)
         _plan_put(_plans, key, (code, _OPS[op], mode_code, folded, out_shape,
                                 None if by_code[acc] == x.dtype else by_code[acc],
-                                None if by_code[acc] == want else want, kind))
+                                None if by_code[acc] == want else want, kind, cplan))
+        if cplan is not None:
+            _tc.remember(_OPS[op], 0, 0, x, dim, keepdim, mode, cplan)
     if result.dtype != want:
         result = result.to(want)
     if out is not None:
@@ -520,18 +532,35 @@ _torch_op = None
 _torch_mod = None  # torch, once seen (a global read is all that torch.compile traces through)
 _is_compiling = None
 _Tensor = None  # torch.Tensor, once torch has been seen: the planned path takes exactly this type
+# fastreduce._torch_core (python/src/torch_core.cpp), once torch has been seen: planned calls with
+# their results allocated in C++. None where it was not built (no torch at build time) or does not
+# load (another torch than the one it was built against): the planned calls then run in Python.
+_tc = None
 
 
 def _torch_module():
     """The torch module once it has been imported, else None."""
-    global _torch_mod, _is_compiling, _Tensor
+    global _torch_mod, _is_compiling, _Tensor, _tc
     if _torch_mod is None:
         t = sys.modules.get("torch")
         if t is not None and hasattr(t, "Tensor"):
             _is_compiling = getattr(getattr(t, "compiler", None), "is_compiling", None) or (lambda: False)
             _Tensor = t.Tensor
+            try:
+                from . import _torch_core as tc
+            except Exception:  # not built, or for another torch (ImportError), or a mismatched _core
+                tc = None
+            _tc = tc
             _torch_mod = t
     return _torch_mod
+
+
+def _c_plan(code, op_code, param, mode_code, folded, kind, out_shape, out_code, want_code, values):
+    """The capsule of a plan for _torch_core.run (python/src/plan.hpp), or None where there is no
+    _torch_core (or the result has more dims than a plan holds)."""
+    if _tc is None:
+        return None
+    return _core.plan(code, op_code, param, mode_code, *folded, kind, out_shape, out_code, want_code, values)
 
 
 def _register_torch_op(torch):
@@ -593,7 +622,10 @@ def _in_graph(torch):
 def _planned(op, x, dim, keepdim, mode):
     """A repeated eager call on a plain torch CUDA tensor that has a plan (_plans, made by an
     earlier call of the same key): the plan's output and one engine call, nothing else. None where
-    there is none (any other type, a subclass, a traced call, a key not seen, an unhashable dim)."""
+    there is none (any other type, a subclass, a traced call, a key not seen, an unhashable dim).
+    With _torch_core the key, the lookup and the call are all in C++ (_torch_core.planned)."""
+    if _tc is not None:
+        return None if _is_compiling() else _tc.planned(_OPS[op], 0, 0, x, dim, keepdim, mode)
     if type(x) is not _Tensor or not _plain_dim(dim) or _is_compiling():
         return None
     try:
@@ -606,8 +638,11 @@ def _planned(op, x, dim, keepdim, mode):
 
 
 def _run_plan(plan, x):
-    """A torch call by its plan (_plans): the output, one engine call on torch's current stream."""
-    code, op_code, mode_code, folded, out_shape, acc, want, kind = plan
+    """A torch call by its plan (_plans): the output, one engine call on torch's current stream
+    (both in C++ where _torch_core is there)."""
+    if plan[-1] is not None:
+        return _tc.run(plan[-1], x)
+    code, op_code, mode_code, folded, out_shape, acc, want, kind, _ = plan
     device = x.get_device()
     result = x.new_empty(out_shape) if acc is None else x.new_empty(out_shape, dtype=acc)
     args = (code, op_code, mode_code, x.data_ptr(), *folded, result.data_ptr(), kind, _raw_stream(device), device)
@@ -672,6 +707,10 @@ def min(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     as the minimum, its first index is returned). Every mode gives the same, exact, result."""
     if dim is None:
         return _reduce("min", "amin", x, None, False, None, out, mode)
+    if out is None:
+        r = _fplanned("argmin", 0, True, x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _family("min", "argmin", x, None, dim, keepdim, 0, None, mode, values=True, out=out)
 
 
@@ -679,6 +718,10 @@ def max(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     """Maximum, like torch.max; with dim a named tuple (values, indices) as fastreduce.min."""
     if dim is None:
         return _reduce("max", "amax", x, None, False, None, out, mode)
+    if out is None:
+        r = _fplanned("argmax", 0, True, x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _family("max", "argmax", x, None, dim, keepdim, 0, None, mode, values=True, out=out)
 
 
@@ -687,11 +730,17 @@ def argmax(x, dim=None, keepdim=False, *, mode="fast"):
     index into x flattened (row-major, whatever x's strides). The first index wins on ties; NaN
     counts as the maximum. Integer, float and half inputs (float16/bfloat16 compared as float32,
     which is exact). Every mode gives the same, exact, result."""
+    r = _fplanned("argmax", 0, False, x, dim, keepdim, mode)
+    if r is not None:
+        return r
     return _family("argmax", "argmax", x, None, dim, keepdim, 0, None, mode)
 
 
 def argmin(x, dim=None, keepdim=False, *, mode="fast"):
     """Index (int64) of the minimum, like torch.argmin (see argmax)."""
+    r = _fplanned("argmin", 0, False, x, dim, keepdim, mode)
+    if r is not None:
+        return r
     return _family("argmin", "argmin", x, None, dim, keepdim, 0, None, mode)
 
 
@@ -702,6 +751,10 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, mode="fast"):
     Floating-point inputs have the sum's modes: mode="reproducible" (the same bits on every GPU)
     and mode="exact" (the exact sum divided by the count, rounded once, which float16/bfloat16
     inputs take with dtype=float32)."""
+    if dtype is None:
+        r = _fplanned("mean", 0, False, x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _family("mean", "mean", x, None, dim, keepdim, 0, dtype, mode)
 
 
@@ -730,13 +783,21 @@ def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fas
     sums, in integers, rounded once to double, divided by n and by n - correction, then rounded
     to float32 (within an ulp of the correctly rounded variance); float16/bfloat16 inputs in exact
     mode: convert them to float32 (exact); along a dim, or for float64, RuntimeError."""
-    return _family("var", "var", x, None, dim, keepdim, _correction("var", correction, unbiased), None, mode)
+    param = _correction("var", correction, unbiased)
+    r = _fplanned("var", param, False, x, dim, keepdim, mode)
+    if r is not None:
+        return r
+    return _family("var", "var", x, None, dim, keepdim, param, None, mode)
 
 
 def std(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
     """Standard deviation over dim, like torch.std: the square root of var's (the modes as var's:
     the square root taken in double before the one rounding to float32)."""
-    return _family("std", "std", x, None, dim, keepdim, _correction("std", correction, unbiased), None, mode)
+    param = _correction("std", correction, unbiased)
+    r = _fplanned("std", param, False, x, dim, keepdim, mode)
+    if r is not None:
+        return r
+    return _family("std", "std", x, None, dim, keepdim, param, None, mode)
 
 
 _NORMS = {1: "norm1", 2: "norm2", "fro": "norm2", math.inf: "norminf"}
@@ -757,6 +818,10 @@ def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
     which = _NORMS.get(p) if not isinstance(p, bool) else None
     if which is None:
         raise ValueError(f"fastreduce.norm: p must be 1, 2, 'fro' or inf, got {p!r}")
+    if dtype is None:
+        r = _fplanned(which, 0, False, x, dim, keepdim, mode)
+        if r is not None:
+            return r
     return _family("norm", which, x, None, dim, keepdim, 0, dtype, mode)
 
 
@@ -790,6 +855,17 @@ min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JA
 max_result = collections.namedtuple("max", ["values", "indices"])
 
 
+_FAMILY_STAT, _FAMILY_NARROW = 0, 1  # _core.reduce_family's result kinds (python/src/family.hpp)
+_NARROWABLE = ("mean", "var", "std", "norm1", "norm2", "norminf")
+
+
+def _narrow_stat(op, code, mode_code):
+    """Whether the engine writes op's result for a float16/bfloat16 input in the input's own type:
+    the statistics and norms in fast mode (the other modes round their exact or compensated
+    result into float32 first)."""
+    return op in _NARROWABLE and code in _NARROW and mode_code == 0
+
+
 def _family_acc(op, code):
     """What the engine writes: the input's type for the arg-extremes' values, else stat_t."""
     if op in _ARG:
@@ -817,14 +893,12 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
                                "argmax, argmin, mean, norm(p=1, inf; p=2 to one value), dot, var and std to one "
                                "value")
-        if op == "norm2" and code == _F64:
-            raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet for float64 inputs "
-                               "or dtype=float64 (the squares of doubles need more than a double); float32, "
-                               "float16 and bfloat16 have it, with a float32 result")
-        if op in ("dot", "var", "std") and code == _F64:
-            raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet for float64 inputs "
-                               "(the squares and products of doubles need more than a double); float32 has it, "
-                               "float16 and bfloat16 too (exact mode on float32 copies, which are exact)")
+        if op in ("norm2", "dot", "var", "std") and code == _F64:
+            terms = "products" if op == "dot" else "squares"
+            how = "with a float32 result" if op == "norm2" else "exact mode on float32 copies, which are exact"
+            raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet for float64 inputs"
+                               f"{' or dtype=float64' if op == 'norm2' else ''} (the {terms} of doubles need more "
+                               f"than a double); float32, float16 and bfloat16 have it ({how})")
         given = code if given is None else given
         result = given if result is None else result  # the result's dtype is the input's unless dtype= says
         if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):
@@ -848,10 +922,11 @@ def _family_dims(name, op, dim, ndim):
 
 
 def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, alloc, copy_contiguous,
-                 temp_alloc, values=False, record=None, flat=False):
+                 temp_alloc, values=False, record=None, flat=False, narrow=False):
     """Reduces view v (and the second input at ptr2, with v's shape and strides) over dims.
     Returns the engine's result, or (values, indices) of the arg-extremes (values None unless
-    asked for). record as _reduce_view's."""
+    asked for). record as _reduce_view's. narrow: a float16/bfloat16 statistic in fast mode is
+    written by the engine in the input's own type (else in float32, _family_acc)."""
     kept, out_shape, length, outputs = _split(v.shape, dims, keepdim)
     arg = op in _ARG
     # torch divides by max(0, n - correction): with n <= correction, M2 / 0 (inf, NaN where M2 = 0);
@@ -863,12 +938,15 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
         if flat:
             raise IndexError(f"fastreduce.{name}: Expected reduction dim to be specified for input.numel() == 0.")
         raise IndexError(f"fastreduce.{name}: Expected reduction dim {dims[0] if dims else 0} to have non-zero size.")
-    if arg:
+    # (n <= correction: the float M2 / n times inf below, which a half M2 / n that underflowed to 0
+    # would turn into NaN)
+    kind = _FAMILY_NARROW if narrow and not degenerate and _narrow_stat(op, v.code, mode_code) else _FAMILY_STAT
+    if arg:  # out = 0 (no values): the engine writes the indices alone
         vals = alloc(out_shape, v.code) if values else (None, 0)
         result = alloc(out_shape, _I64)
         out, out2 = vals[1], result[1]
     else:
-        result = alloc(out_shape, _family_acc(op, v.code))
+        result = alloc(out_shape, v.code if kind == _FAMILY_NARROW else _family_acc(op, v.code))
         out, out2 = result[1], 0
     if outputs > 0:
         folded = _fold(v.shape, v.strides, set(dims))
@@ -879,8 +957,8 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
             v = copy_contiguous(kept + list(dims))
             folded = (outputs, length, 1, length, 1, 1)
         elif record is not None:
-            record.append((folded, out_shape))
-        args = (v.code, _FAMILY[op], param, mode_code, v.ptr, ptr2, *folded, out, out2, stream, v.device)
+            record.append((folded, out_shape, kind))
+        args = (v.code, _FAMILY[op], param, mode_code, v.ptr, ptr2, *folded, out, out2, kind, stream, v.device)
         need = _core.reduce_family(*args)
         if need:
             _captured(_core.reduce_family, args, need, temp_alloc)
@@ -958,30 +1036,62 @@ def _dot_check(name, xs, ys, xdt, ydt):
 _fplans = {}
 
 
+def _run_fplan(torch, plan, x, op, param, values):
+    """A torch family call by its plan (_fplans), as _run_plan."""
+    code, op_code, mode_code, folded, out_shape, acc, want, kind, cplan = plan
+    if cplan is not None:
+        r = _tc.run(cplan, x)
+    else:
+        device = x.get_device()
+        stream = _torch_stream(torch, device)
+        if op_code < 18:  # arg-extremes
+            vals = x.new_empty(out_shape) if values else None
+            result = x.new_empty(out_shape, dtype=torch.int64)
+            out, out2 = (vals.data_ptr() if values else 0), result.data_ptr()
+        else:
+            result = x.new_empty(out_shape, dtype=acc)
+            out, out2 = result.data_ptr(), 0
+        args = (code, op_code, param, mode_code, x.data_ptr(), 0, *folded, out, out2, kind, stream, device)
+        need = _core.reduce_family(*args)
+        if need:
+            _captured(_core.reduce_family, args, need, _torch_temp(torch, x))
+        if op_code < 18:
+            r = (vals, result) if values else result
+        else:
+            r = result if want is None else result.to(want)
+    if values:
+        return (torch.return_types.max if op == "argmax" else torch.return_types.min)(r)
+    return r
+
+
+def _fplanned(op, param, values, x, dim, keepdim, mode):
+    """A repeated eager family call on a plain torch CUDA tensor that has a plan (_fplans), as
+    _planned; None where there is none."""
+    if _tc is not None:
+        if _is_compiling():
+            return None
+        r = _tc.planned(_FAMILY[op], param, values, x, dim, keepdim, mode)
+        if r is None or not values:
+            return r
+        return (_torch_mod.return_types.max if op == "argmax" else _torch_mod.return_types.min)(r)
+    if type(x) is not _Tensor or not _plain_dim(dim) or _is_compiling():
+        return None
+    try:
+        plan = _fplans[(op, param, values, x.dtype, x.shape, x.stride(), dim, keepdim, mode)]
+    except (KeyError, TypeError):
+        return None
+    if not x.is_cuda:
+        return None
+    return _run_fplan(_torch_mod, plan, x, op, param, values)
+
+
 def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, values):
     if y is None and dtype is None and x.is_cuda and _plain_dim(dim):
         key = (op, param, values, x.dtype, x.shape, x.stride(), tuple(dim) if isinstance(dim, list) else dim, keepdim,
                mode)
         plan = _fplans.get(key)
         if plan is not None:
-            code, op_code, mode_code, folded, out_shape, acc, want = plan
-            device = x.get_device()
-            stream = _torch_stream(torch, device)
-            if op_code < 18:  # arg-extremes
-                vals = x.new_empty(out_shape) if values else None
-                result = x.new_empty(out_shape, dtype=torch.int64)
-                out, out2 = (vals.data_ptr() if values else 0), result.data_ptr()
-            else:
-                result = x.new_empty(out_shape, dtype=acc)
-                out, out2 = result.data_ptr(), 0
-            args = (code, op_code, param, mode_code, x.data_ptr(), 0, *folded, out, out2, stream, device)
-            need = _core.reduce_family(*args)
-            if need:
-                _captured(_core.reduce_family, args, need, _torch_temp(torch, x))
-            if op_code < 18:
-                return (torch.return_types.max if op == "argmax" else torch.return_types.min)((vals, result)) \
-                    if values else result
-            return result if want is None else result.to(want)
+            return _run_fplan(torch, plan, x, op, param, values)
     else:
         key = None
     codes = _torch_tables(torch)[0]
@@ -1008,16 +1118,25 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
     record = []
     v = _View(x.data_ptr(), code, tuple(x.shape), tuple(x.stride()), device)
     r = _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, alloc, copy_contiguous,
-                     _torch_temp(torch, x), values, record, dim is None)
+                     _torch_temp(torch, x), values, record, dim is None, narrow=want == x.dtype)
     if op in _ARG:
         if key is not None and record:
-            _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, record[0][0], record[0][1], None, None))
+            folded, out_shape, kind = record[0]
+            cplan = _c_plan(code, _FAMILY[op], param, mode_code, folded, kind, out_shape, code, -1, values)
+            _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, folded, out_shape, None, None, kind, cplan))
+            if cplan is not None:
+                _tc.remember(_FAMILY[op], param, values, x, dim, keepdim, mode, cplan)
         if values:
             return (torch.return_types.max if op == "argmax" else torch.return_types.min)((r.values, r.indices))
         return r.indices
     if key is not None and record and key[3] == x.dtype:
-        _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, record[0][0], record[0][1], r.dtype,
-                                 None if r.dtype == want else want))
+        folded, out_shape, kind = record[0]
+        cplan = _c_plan(code, _FAMILY[op], param, mode_code, folded, kind, out_shape, codes[r.dtype],
+                        -1 if r.dtype == want else codes[want], False)
+        _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, folded, out_shape, r.dtype,
+                                 None if r.dtype == want else want, kind, cplan))
+        if cplan is not None:
+            _tc.remember(_FAMILY[op], param, values, x, dim, keepdim, mode, cplan)
     return r if r.dtype == want else r.to(want)
 
 
@@ -1058,7 +1177,8 @@ def _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
 
         # Under capture the storage comes from CuPy's pool and is kept (_cupy_captured).
         r = _family_view(name, op, _View(ptr, code, shape, strides, device), ptr2, dims, keepdim, param, mode_code,
-                         stream, alloc, copy_contiguous, _cupy_temp(cupy), values, None, dim is None)
+                         stream, alloc, copy_contiguous, _cupy_temp(cupy), values, None, dim is None,
+                         narrow=want is None or want == x.dtype)
         if _cupy_capturing(s):  # every array the graph reads or writes outlives it (see _cupy_captured)
             _cupy_captured.append((x, y, keep, r))
         if op in _ARG:

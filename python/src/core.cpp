@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,7 @@
 
 #include "family.hpp"
 #include "fastreduce/fastreduce.cuh"
+#include "plan.hpp"
 
 namespace nb = nanobind;
 namespace fr = fastreduce;
@@ -243,9 +245,14 @@ std::size_t run_family(const FamilyCall& call, int device, std::uintptr_t temp, 
 std::size_t reduce_family(int code, int op, int param, int mode, std::uintptr_t in, std::uintptr_t in2,
                           std::size_t outer, std::size_t length, std::size_t inner, std::int64_t outer_stride,
                           std::int64_t length_stride, std::int64_t inner_stride, std::uintptr_t out,
-                          std::uintptr_t out2, std::uintptr_t stream_handle, int device, std::uintptr_t temp,
-                          std::size_t temp_bytes) {
+                          std::uintptr_t out2, int result, std::uintptr_t stream_handle, int device,
+                          std::uintptr_t temp, std::size_t temp_bytes) {
   if (op < OpArgMax || op > OpDot) throw std::invalid_argument("fastreduce: unknown op code");
+  if (result != FamilyStat && result != FamilyNarrow) throw std::invalid_argument("fastreduce: unknown result kind");
+  if (result == FamilyNarrow && (op < OpMean || op > OpNormInf || (code != F16 && code != BF16))) {
+    throw std::invalid_argument("fastreduce: results in the input's type are for the float16 and bfloat16 means, "
+                                "variances and norms");
+  }
   const bool arg = op == OpArgMax || op == OpArgMin;
   const fr::Options opt{.mode = mode_of(mode)};
   OnDevice on(device);
@@ -258,6 +265,7 @@ std::size_t reduce_family(int code, int op, int param, int mode, std::uintptr_t 
                         fr::Axis{outer, length, inner, outer_stride, length_stride, inner_stride},
                         out,
                         out2,
+                        result,
                         reinterpret_cast<cudaStream_t>(stream_handle)};
   switch (code) {
     case F32: return run_family<float>(call, device, temp, temp_bytes);
@@ -278,6 +286,55 @@ std::size_t reduce_family(int code, int op, int param, int mode, std::uintptr_t 
   }
   throw std::invalid_argument("fastreduce: this op is not built for this type code");
 }
+
+// A plan (plan.hpp) of a repeated call, as a capsule; None where the result has too many dims.
+nb::object make_plan(int code, int op, int param, int mode, std::size_t outer, std::size_t length, std::size_t inner,
+                     std::int64_t outer_stride, std::int64_t length_stride, std::int64_t inner_stride, int result,
+                     const nb::sequence& shape, int out_code, int want_code, bool values) {
+  if (op < OpSum || (op > OpMax && op < OpArgMax) || op > OpDot) throw std::invalid_argument("fastreduce: unknown op code");
+  mode_of(mode);  // the code's check
+  const auto type_code = [](int c) { return c >= Bool && c <= F64; };
+  if (!type_code(code) || !type_code(out_code) || (want_code != -1 && !type_code(want_code))) {
+    throw std::invalid_argument("fastreduce: unknown type code");
+  }
+  if (result < 0 || result > (op < OpArgMax ? int(ResultWide) : int(FamilyNarrow))) {
+    throw std::invalid_argument("fastreduce: unknown result kind");
+  }
+  const std::size_t ndim = nb::len(shape);
+  if (ndim > std::size_t(kPlanMaxDims)) return nb::none();
+  auto plan = std::make_unique<Plan>();
+  *plan = Plan{code, op, param, mode, result, outer, length, inner, outer_stride, length_stride, inner_stride,
+               static_cast<int>(ndim), {}, out_code, want_code, values ? 1 : 0};
+  for (std::size_t d = 0; d < ndim; ++d) plan->shape[d] = nb::cast<std::int64_t>(shape[d]);
+  nb::capsule capsule(plan.get(), kPlanCapsule, [](void* p) noexcept { delete static_cast<Plan*>(p); });
+  plan.release();
+  return capsule;
+}
+
+// CoreApi::run (plan.hpp): the plan's call through reduce or reduce_family, errors as text.
+long long run_plan(const Plan* p, std::uintptr_t in, std::uintptr_t in2, std::uintptr_t out, std::uintptr_t out2,
+                   std::uintptr_t stream, int device, std::uintptr_t temp, std::size_t temp_bytes,
+                   const char** error) {
+  thread_local std::string text;
+  try {
+    const std::size_t need =
+        p->op < OpArgMax
+            ? reduce(p->code, p->op, p->mode, in, p->outer, p->length, p->inner, p->outer_stride, p->length_stride,
+                     p->inner_stride, out, p->result, stream, device, temp, temp_bytes)
+            : reduce_family(p->code, p->op, p->param, p->mode, in, in2, p->outer, p->length, p->inner,
+                            p->outer_stride, p->length_stride, p->inner_stride, out, out2, p->result, stream,
+                            device, temp, temp_bytes);
+    return static_cast<long long>(need);
+  } catch (const std::exception& e) {
+    text = e.what();
+  } catch (...) {
+    text = "fastreduce: unknown error";
+  }
+  *error = text.c_str();
+  return -1;
+}
+
+const CoreApi core_api{kApiVersion, &run_plan};
 
 int device_count() {
   int count = 0;
@@ -302,8 +359,17 @@ NB_MODULE(_core, m) {
   m.def("reduce_family", &reduce_family, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("mode"),
         nb::arg("ptr"), nb::arg("ptr2"), nb::arg("outer"), nb::arg("length"), nb::arg("inner"),
         nb::arg("outer_stride"), nb::arg("length_stride"), nb::arg("inner_stride"), nb::arg("out"), nb::arg("out2"),
-        nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
+        nb::arg("result"), nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
         "The family ops (16 argmax, 17 argmin, 18 mean, 19 var, 20 std, 21 L1, 22 L2, 23 Linf norms, 24 dot); "
-        "returns as reduce");
+        "arg-extremes with out = 0 write the indices alone; result 1: the stats and norms of float16/bfloat16 in "
+        "fast mode in the input's own type (rounded once from float by the engine), else 0; returns as reduce");
   m.def("device_count", &device_count, "CUDA devices visible (0 without a driver or GPU)");
+  m.def("plan", &make_plan, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("mode"), nb::arg("outer"),
+        nb::arg("length"), nb::arg("inner"), nb::arg("outer_stride"), nb::arg("length_stride"),
+        nb::arg("inner_stride"), nb::arg("result"), nb::arg("shape"), nb::arg("out_code"), nb::arg("want_code"),
+        nb::arg("values"),
+        "A repeated call's plan (python/src/plan.hpp) as a capsule for fastreduce._torch_core.run, or None where "
+        "the result has more dims than a plan holds");
+  // The C interface of plan.hpp, for fastreduce._torch_core (PyCapsule_Import).
+  m.attr("_C_API") = nb::capsule(&core_api, kApiCapsule);
 }

@@ -56,6 +56,32 @@ __global__ void split_indexed(const fr::Indexed<V>* pairs, O* values, std::int64
   if (indices != nullptr) indices[i] = p.index;
 }
 
+// A family reduction R whose results are written as O = P{}(R's result): the kernels write what
+// project() gives, so a result of another type (the indices alone of an arg-extreme, a float
+// statistic rounded once into __half or __nv_bfloat16) costs no kernel of its own.
+template <class R, class O, class P>
+struct Projected : R {
+  using Out = O;
+  __device__ __forceinline__ Projected at(const typename R::Input* first) const { return Projected{R::at(first)}; }
+  __host__ __device__ __forceinline__ O project(const typename R::Partial& p) const { return P{}(R::project(p)); }
+};
+struct IndexOf {  // an arg-extreme's {value, index}: the index
+  template <class V>
+  __host__ __device__ std::int64_t operator()(const fr::Indexed<V>& p) const { return p.index; }
+};
+template <class O>
+struct NarrowTo {  // a float result rounded once to nearest even into __half or __nv_bfloat16
+  __host__ __device__ O operator()(float v) const { return fr::primitives::narrow_float<O>(v); }
+};
+
+template <class R>
+cudaError_t run_reduction(const FamilyCall& c, void* temp, std::size_t& bytes, const char** message, const R& r,
+                          void* out) {
+  return fr::engine::reduce_axis_async_impl<R>(temp, bytes, {reinterpret_cast<const typename R::Input*>(c.in)},
+                                               static_cast<typename R::Out*>(out), c.axis, r, c.stream, c.opt,
+                                               message);
+}
+
 template <class T, class Op>
 cudaError_t run_one(const FamilyCall& c, void* temp, std::size_t& bytes, const char** message, const Op& op,
                     void* out) {
@@ -68,6 +94,11 @@ cudaError_t run_one(const FamilyCall& c, void* temp, std::size_t& bytes, const c
 template <class T, bool Greater>
 cudaError_t run_arg(const FamilyCall& c, void* extra, void* temp, std::size_t& bytes, const char** message) {
   const auto op = arg_op<T, Greater>();
+  if (c.out == 0) {  // the indices alone, written by the reduction's kernels
+    using R = Projected<fr::reduction_t<T, decltype(op)>, std::int64_t, IndexOf>;
+    return run_reduction(c, temp, bytes, message, R{fr::reduction_of(std::type_identity<T>{}, op)},
+                         reinterpret_cast<void*>(c.out2));
+  }
   using Pair = fr::result_t<T, decltype(op)>;
   const cudaError_t e = run_one<T>(c, temp, bytes, message, op, extra);
   if (e != cudaSuccess || temp == nullptr) return e;
@@ -79,6 +110,23 @@ cudaError_t run_arg(const FamilyCall& c, void* extra, void* temp, std::size_t& b
   const cudaError_t launched = cudaGetLastError();
   if (launched != cudaSuccess && message != nullptr) *message = "the split of values and indices failed to launch";
   return launched;
+}
+
+// A statistic or norm: of stat_t<T>, or for FamilyNarrow in the input's own half type.
+template <class T, class Op>
+cudaError_t run_stat(const FamilyCall& c, void* temp, std::size_t& bytes, const char** message, const Op& op,
+                     void* out) {
+  if (c.result == FamilyNarrow) {
+    if constexpr (narrow_v<T>) {
+      if (c.opt.mode == fr::Mode::Fast) {
+        using R = Projected<fr::reduction_t<T, Op>, T, NarrowTo<T>>;
+        return run_reduction(c, temp, bytes, message, R{fr::reduction_of(std::type_identity<T>{}, op)}, out);
+      }
+    }
+    if (message != nullptr) *message = "results in the input's type are for float16 and bfloat16 in fast mode";
+    return cudaErrorInvalidValue;
+  }
+  return run_one<T>(c, temp, bytes, message, op, out);
 }
 
 template <class T>
@@ -94,12 +142,12 @@ cudaError_t family_enqueue_typed(const FamilyCall& c, void* extra, void* temp, s
   switch (c.op) {
     case OpArgMax: return run_arg<T, true>(c, extra, temp, bytes, message);
     case OpArgMin: return run_arg<T, false>(c, extra, temp, bytes, message);
-    case OpMean: return run_one<T>(c, temp, bytes, message, fr::Mean{}, out);
-    case OpVar: return run_one<T>(c, temp, bytes, message, fr::Var{c.param}, out);
-    case OpStd: return run_one<T>(c, temp, bytes, message, fr::Std{c.param}, out);
-    case OpNormL1: return run_one<T>(c, temp, bytes, message, fr::NormL1{}, out);
-    case OpNormL2: return run_one<T>(c, temp, bytes, message, fr::NormL2{}, out);
-    case OpNormInf: return run_one<T>(c, temp, bytes, message, fr::NormInf{}, out);
+    case OpMean: return run_stat<T>(c, temp, bytes, message, fr::Mean{}, out);
+    case OpVar: return run_stat<T>(c, temp, bytes, message, fr::Var{c.param}, out);
+    case OpStd: return run_stat<T>(c, temp, bytes, message, fr::Std{c.param}, out);
+    case OpNormL1: return run_stat<T>(c, temp, bytes, message, fr::NormL1{}, out);
+    case OpNormL2: return run_stat<T>(c, temp, bytes, message, fr::NormL2{}, out);
+    case OpNormInf: return run_stat<T>(c, temp, bytes, message, fr::NormInf{}, out);
     case OpDot: {
       using R = fr::reduction2_t<T, T, fr::Dot>;
       return fr::engine::reduce_axis_async_impl<R>(
@@ -116,7 +164,7 @@ cudaError_t family_enqueue_typed(const FamilyCall& c, void* extra, void* temp, s
 
 template <class T>
 std::size_t family_extra_bytes_typed(const FamilyCall& c) {
-  if (c.op != OpArgMax && c.op != OpArgMin) return 0;
+  if ((c.op != OpArgMax && c.op != OpArgMin) || c.out == 0) return 0;
   using Pair = fr::result_t<T, decltype(arg_op<T, true>())>;
   return c.axis.outer * c.axis.inner * sizeof(Pair);
 }

@@ -10,16 +10,9 @@
 
 #include "fastreduce/axis.hpp"
 #include "fastreduce/fastreduce.cuh"
+#include "plan.hpp"
 
 namespace fastreduce_python {
-
-// The type codes shared with fastreduce/_api.py (_CODES).
-enum Code : int { Bool, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64 };
-// The op codes shared with fastreduce/_api.py (_OPS and _FAMILY).
-enum OpCode : int {
-  OpSum, OpProd, OpMin, OpMax,  // built-in ops (the precompiled engine)
-  OpArgMax = 16, OpArgMin, OpMean, OpVar, OpStd, OpNormL1, OpNormL2, OpNormInf, OpDot,
-};
 
 struct FamilyCall {
   int code;           // the input type
@@ -29,14 +22,18 @@ struct FamilyCall {
   std::uintptr_t in;  // the input (x)
   std::uintptr_t in2; // the second input (y) of dot, with x's shape and strides
   fastreduce::Axis axis;
-  std::uintptr_t out;   // the result: stat_t<T> of stats and norms, dot_t<T> of dot; the values
-                        // (T) of arg-extremes, or 0 for indices only
+  std::uintptr_t out;   // the result: stat_t<T> of stats and norms (or T, see result), dot_t<T> of
+                        // dot; the values (T) of arg-extremes, or 0 for indices only
   std::uintptr_t out2;  // arg-extremes: the indices (int64), or 0
+  int result;           // FamilyStat (0), or FamilyNarrow (1): the stats and norms of __half and
+                        // __nv_bfloat16 in Mode::Fast written in the input's own type
   cudaStream_t stream;
 };
+enum FamilyResult : int { FamilyStat = 0, FamilyNarrow = 1 };
 
-// Bytes the op needs besides the engine's storage (arg-extremes: their {value, index} pairs,
-// split into out and out2 after the reduction); placed first in the temporary storage.
+// Bytes the op needs besides the engine's storage (arg-extremes with values: their {value,
+// index} pairs, split into out and out2 after the reduction; the indices alone are written by the
+// reduction itself); placed first in the temporary storage.
 template <class T>
 std::size_t family_extra_bytes_typed(const FamilyCall& call);
 

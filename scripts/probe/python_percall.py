@@ -1,46 +1,67 @@
-"""Host time per call of fastreduce's sum and amax against torch's, at small sizes where a call is
-bound by the host, and the cost of the pieces of fastreduce's planned path (output allocation,
-plan key, device, compile check). Run it with two installs side by side to compare them in one
-run: `PYTHONPATH=/path/to/old python scripts/probe/python_percall.py old`, then with the new
-one installed, `python scripts/probe/python_percall.py new`; alternate the two a few times, as
-the host's speed drifts. Prints µs per call (fastreduce.bench's timing: calls back to back, the
-median of seven batches)."""
-import sys
+"""Host time per call of fastreduce's ops against torch's, at the sizes where a call is bound by the
+host, through both planned paths of one install: "c", the plan found and run in C++
+(fastreduce._torch_core, results from torch's allocator), and "py", the Python path (the same
+plans made without it), alternated
+in one process as the host's speed drifts; then the cost of pieces of the Python path. Prints µs
+per call (fastreduce.bench's timing: calls back to back, the median of seven batches).
+
+    python scripts/probe/python_percall.py [--ops sum,amax,argmax,mean,var,norm] [--rounds 2]
+"""
+import argparse
 
 import torch
 
 import fastreduce as fr
+from fastreduce import _api
 from fastreduce.bench import _time_per_call
+
+CALLS = {"sum": (fr.sum, torch.sum, {}), "amax": (fr.amax, torch.amax, {}), "argmax": (fr.argmax, torch.argmax, {}),
+         "mean": (fr.mean, torch.mean, {}), "var": (fr.var, torch.var, {}),
+         "norm": (fr.norm, torch.linalg.vector_norm, {})}
+
+
+def use(path, tc):
+    """Makes the next calls plan afresh with (c) or without (py) fastreduce._torch_core."""
+    _api._tc = tc
+    _api._forget_plans()
+    _api._tc = tc if path == "c" else None
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ops", default=",".join(CALLS))
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
     sync = torch.cuda.synchronize
-    tag = sys.argv[1] if len(sys.argv) > 1 else "this"
-    for dt in (torch.float32, torch.bfloat16):
-        for n in (1 << 10, 1 << 16, 1 << 20):
-            x = torch.randn(n, device="cuda").to(dt)
-            fr.sum(x)
-            fr.amax(x)
-            r = {
-                "torch.sum": _time_per_call(lambda: torch.sum(x), sync),
-                "fr.sum": _time_per_call(lambda: fr.sum(x), sync),
-                "torch.amax": _time_per_call(lambda: torch.amax(x), sync),
-                "fr.amax": _time_per_call(lambda: fr.amax(x), sync),
-            }
-            print(f"{tag} {str(dt):15s} n=2^{n.bit_length() - 1:<2d} " + "  ".join(f"{k} {v:6.2f}" for k, v in r.items())
-                  + f"  sum ratio {r['fr.sum'] / r['torch.sum']:.3f} amax ratio {r['fr.amax'] / r['torch.amax']:.3f}",
-                  flush=True)
+    fr.sum(torch.ones(4, device="cuda"))  # torch seen: _torch_core loaded where it is built
+    tc = _api._tc
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, _torch_core "
+          f"{'loaded' if tc is not None else 'MISSING'}", flush=True)
+    paths = ("c", "py") if tc is not None else ("py",)
+    shapes = [(1 << 10,), (1 << 16,), (1 << 20,), (4096, 256)]
+    for rnd in range(args.rounds):
+        for op in args.ops.split(","):
+            f, t, kw = CALLS[op]
+            for dt in (torch.float32, torch.bfloat16):
+                for shape in shapes:
+                    x = torch.randn(shape, device="cuda").to(dt)
+                    k = dict(kw, dim=-1) if len(shape) > 1 else kw
+                    r = {"torch": _time_per_call(lambda: t(x, **k), sync)}
+                    for p in paths:
+                        use(p, tc)
+                        f(x, **k)  # the plan
+                        r[p] = _time_per_call(lambda: f(x, **k), sync)
+                    print(f"round {rnd} {op:6s} {str(dt)[6:]:8s} {'x'.join(map(str, shape)):>9s}  "
+                          + "  ".join(f"{m} {v:6.2f}" for m, v in r.items())
+                          + "  " + "  ".join(f"{p}/torch {r[p] / r['torch']:.3f}" for p in paths), flush=True)
+    use("c", tc)
     x = torch.randn(1 << 16, device="cuda")
-    dev = x.device
     c = {
         "x.new_empty(())": _time_per_call(lambda: x.new_empty(()), sync),
-        "x.new_empty((), dtype=f32)": _time_per_call(lambda: x.new_empty((), dtype=torch.float32), sync),
-        "torch.empty((), device=dev)": _time_per_call(lambda: torch.empty((), device=dev), sync),
-        "x.get_device()": _time_per_call(lambda: x.get_device(), sync),
         "key": _time_per_call(lambda: ("sum", x.dtype, x.shape, x.stride(), None, False, "fast"), sync),
         "torch.compiler.is_compiling()": _time_per_call(lambda: torch.compiler.is_compiling(), sync),
     }
-    print(tag, "components: " + "  ".join(f"{k} {v:.3f}" for k, v in c.items()))
+    print("components: " + "  ".join(f"{k} {v:.3f}" for k, v in c.items()))
 
 
 if __name__ == "__main__":

@@ -275,7 +275,7 @@ def test_no_device_is_a_clear_runtime_error():
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
-        _core.reduce_family(11, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+        _core.reduce_family(11, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 0)
     with pytest.raises(RuntimeError, match="fastreduce: "):
         _core.reduce(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 0, 4096)
 
@@ -290,14 +290,19 @@ def test_unknown_mode_codes_are_value_errors():
     with pytest.raises(ValueError, match="mode code"):
         _core.reduce(11, 0, 3, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="mode code"):
-        _core.reduce_family(11, 18, 0, -1, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+        _core.reduce_family(11, 18, 0, -1, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 0)
 
 
 def test_unknown_codes_are_value_errors():
+    with pytest.raises(ValueError, match="result kind"):
+        _core.reduce_family(11, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 2, 0, 0)
+    for code, op in ((10, 24), (10, 16), (11, 18)):  # narrow results: bfloat16/float16 stats and norms only
+        with pytest.raises(ValueError, match="input's type"):
+            _core.reduce_family(code, op, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 1, 0, 0)
     with pytest.raises((ValueError, RuntimeError)):
-        _core.reduce_family(11, 99, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)
+        _core.reduce_family(11, 99, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 0)
     with pytest.raises((ValueError, RuntimeError)):
-        _core.reduce_family(0, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0)  # bool has no mean
+        _core.reduce_family(0, 18, 0, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, 0, 0, 0, 0)  # bool has no mean
 
 
 def test_torch_library_registration_needs_no_torch_at_import():
@@ -307,3 +312,23 @@ def test_torch_library_registration_needs_no_torch_at_import():
             "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_plans_for_the_torch_core():
+    """_core.plan: a capsule of python/src/plan.hpp for fastreduce._torch_core; None past the dims
+    a plan holds; unknown op and mode codes refused; the C interface exported."""
+    p = _core.plan(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, (3, 4), 11, -1, False)
+    assert type(p).__name__ == "PyCapsule" and "fastreduce._core.Plan" in repr(p)
+    assert _core.plan(11, 16, 0, 0, 1, 10, 1, 10, 1, 1, 0, (), 11, -1, True) is not None
+    assert _core.plan(11, 0, 0, 0, 1, 10, 1, 10, 1, 1, 0, (1,) * 65, 11, -1, False) is None
+    with pytest.raises(ValueError, match="op code"):
+        _core.plan(11, 7, 0, 0, 1, 10, 1, 10, 1, 1, 0, (), 11, -1, False)
+    with pytest.raises(ValueError, match="mode code"):
+        _core.plan(11, 0, 0, 5, 1, 10, 1, 10, 1, 1, 0, (), 11, -1, False)
+    for bad in ((13, 11, -1, 0), (11, 13, -1, 0), (11, 11, 99, 0), (11, 11, -1, 3)):
+        code, out_code, want_code, result = bad
+        with pytest.raises(ValueError, match="type code|result kind"):
+            _core.plan(code, 0, 0, 0, 1, 10, 1, 10, 1, 1, result, (), out_code, want_code, False)
+    with pytest.raises(ValueError, match="result kind"):  # the family's kinds are 0 and 1
+        _core.plan(10, 18, 0, 0, 1, 10, 1, 10, 1, 1, 2, (), 10, -1, False)
+    assert "fastreduce._core._C_API" in repr(_core._C_API)

@@ -808,6 +808,90 @@ def test_family_torch_compile():
     assert hasattr(torch.ops.fastreduce, "family") and hasattr(torch.ops.fastreduce, "minmax")
 
 
+# Each planned call of the C++ path (fastreduce._torch_core) and of the Python path: op, args, kwargs.
+_PLANNED = [
+    ("sum", (), {"dim": 1}), ("sum", (), {}), ("amax", (), {"dim": 0}), ("prod", (), {"dim": 1}),
+    ("argmax", (), {"dim": 1}), ("argmin", (), {}), ("max", (1,), {}), ("min", (0,), {"keepdim": True}),
+    ("mean", (), {"dim": 1}), ("var", (), {"dim": 0, "correction": 0}), ("std", (), {}),
+    ("norm", (1,), {"dim": 1}), ("norm", (), {}), ("norm", (math.inf,), {"dim": 0}),
+]
+
+
+def _planned_results(x):
+    return [getattr(fr, op)(x, *a, **k) for op, a, k in _PLANNED]
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        return all(_same(u, v) for u, v in zip(a, b)) and type(a) is type(b)
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("path", ["c", "py"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_planned_calls(path, dtype):
+    """The second call of a shape takes its plan: the C++ path (results allocated by
+    fastreduce._torch_core, where it is built) or the Python one. Its results equal the first
+    call's bit for bit (types, shapes, named tuples); under capture on torch's side stream its
+    temporary storage comes from the graph's pool, and the memory returns with the graph."""
+    from fastreduce import _api
+    _api._torch_module()
+    tc = _api._tc
+    if path == "c" and tc is None:
+        pytest.skip("fastreduce._torch_core is not built (pip install --no-build-isolation . against torch)")
+    saved = dict(_api._plans), dict(_api._fplans)
+    _api._forget_plans()
+    _api._tc = tc if path == "c" else None
+    try:
+        x = _seeded((37, 1029), dtype)  # odd sizes; the plans are new for this test
+        first = _planned_results(x)
+        planned = [p for p in list(_api._plans.values()) + list(_api._fplans.values())]
+        assert len(planned) == len(_PLANNED)
+        assert all((p[-1] is not None) == (path == "c") for p in planned)
+        if path == "c":  # remembered in C++ under the call's own arguments, and only under them
+            assert tc.planned(0, 0, 0, x, 1, False, "fast") is not None  # sum(x, dim=1)
+            assert tc.planned(16, 0, True, x, 1, False, "fast") is not None  # max(x, 1)
+            for odd in ((0, 0, 0, x, True, False, "fast"), (0, 0, 0, x, 1, 1, "fast"), (0, 0, 0, x, 1, False, "Fast"),
+                        (0, 0, 0, x, 1.0, False, "fast"), (0, 0, 0, x.t(), 1, False, "fast"),
+                        (0, 0, 0, x.cpu(), 1, False, "fast"), (0, 0, 0, x[:, 1:], 1, False, "fast")):
+                assert tc.planned(*odd) is None
+        second = _planned_results(x)
+        for (op, a, k), u, v in zip(_PLANNED, first, second):
+            assert _same(u, v), (op, a, k)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):  # torch's side stream, planned calls
+            captured = _planned_results(x)
+        for _ in range(2):
+            x.copy_(_seeded((37, 1029), dtype))
+            g.replay()
+            torch.cuda.synchronize()
+            eager = _planned_results(x)
+            for (op, a, k), u, v in zip(_PLANNED, captured, eager):
+                assert _same(u, v), (op, a, k)
+        import gc
+        del eager
+        gc.collect()
+        torch.cuda.synchronize()
+        with_graph = torch.cuda.memory_allocated()
+        del captured
+        gc.collect()
+        kept = torch.cuda.memory_allocated()
+        g2 = torch.cuda.CUDAGraph()  # the same captured calls again, then the graph freed
+        with torch.cuda.graph(g2):
+            captured = _planned_results(x)
+        g2.replay()
+        torch.cuda.synchronize()
+        del g2, captured
+        gc.collect()
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_allocated() == kept, (with_graph, kept, torch.cuda.memory_allocated())
+    finally:
+        _api._tc = tc
+        _api._forget_plans()
+        _api._plans.update(saved[0])
+        _api._fplans.update(saved[1])
+
+
 def test_torch_compile_reduce_overhead():
     """mode="reduce-overhead": torch's CUDA graphs (cudagraph trees) capture the custom ops with no
     warm-up of fastreduce's own; replays read new inputs."""
