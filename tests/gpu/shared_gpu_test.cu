@@ -61,7 +61,7 @@ HeldRun run_while_held(unsigned held, cudaStream_t stream, const std::function<c
   return {status, ms, still_holding};
 }
 
-// Every size class of both modes. Each reduction runs once first (lazy module loading blocks a
+// Every size class of the three modes. Each reduction runs once first (lazy module loading blocks a
 // kernel's first launch while another kernel runs, CUB's too), then again while `held` SMs are
 // held: it must finish within a second, the holder still holding, with the right result.
 template <class T>
@@ -76,6 +76,9 @@ void reduce_while_held(unsigned held) {
       {"reproducible, one block", 20000, fr::Mode::Reproducible},
       {"reproducible", std::size_t(1) << 20, fr::Mode::Reproducible},
       {"reproducible", std::size_t(1) << 24, fr::Mode::Reproducible},
+      {"exact, one block", 20000, fr::Mode::Exact},
+      {"exact", std::size_t(1) << 20, fr::Mode::Exact},
+      {"exact", std::size_t(1) << 24, fr::Mode::Exact},
   };
   DeviceBuffer<T> in(bulk);
   ASSERT_EQ(fr::bench::fill_random(in.get(), bulk, test_seed(), fr::bench::Distribution::SignedSmallIntegers), cudaSuccess);
@@ -144,7 +147,8 @@ struct SumOfSquares {  // a user's transform
   __host__ __device__ float operator()(float x) const { return x * x; }
 };
 
-// The axis and segment paths, the header-only ops and a user's transform, while SMs are held.
+// The axis and segment paths, the header-only ops and a user's transform, and Mode::Exact's
+// kernels (the sum's along axes and segments, the variance's, L2 norm's and dot's), while SMs are held.
 void every_shape_while_held(unsigned held) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = std::size_t(1) << 24;
@@ -153,6 +157,7 @@ void every_shape_while_held(unsigned held) {
   ASSERT_EQ(fr::bench::fill_random(in2.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
   DeviceBuffer<char> out(std::size_t(1) << 24);
   auto* f = reinterpret_cast<float*>(out.get());
+  const fr::Options exact{.mode = fr::Mode::Exact};
   const struct {
     const char* name;
     fr::Axis axis;
@@ -174,6 +179,10 @@ void every_shape_while_held(unsigned held) {
                         [&](void* t, std::size_t& b, cudaStream_t s) {
                           return fr::reduce_axis_async(t, b, in.get(), f, a.axis, fr::Var{}, s);
                         }, f, outputs * sizeof(float));
+    finishes_while_held(held, std::string("exact sum along ") + a.name,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_axis_async(t, b, in.get(), f, a.axis, fr::Sum{}, s, exact);
+                        }, f, outputs * sizeof(float));
     finishes_while_held(held, std::string("argmax along ") + a.name,
                         [&](void* t, std::size_t& b, cudaStream_t s) {
                           return fr::reduce_axis_async(t, b, in.get(), reinterpret_cast<fr::Indexed<float>*>(out.get()),
@@ -193,6 +202,11 @@ void every_shape_while_held(unsigned held) {
                         return fr::reduce_segments_async(t, b, in.get(), f, segments, d_offsets.get(), d_offsets.get() + 1,
                                                          fr::Sum{}, s);
                       }, f, segments * sizeof(float));
+  finishes_while_held(held, "segments, exact sum",
+                      [&](void* t, std::size_t& b, cudaStream_t s) {
+                        return fr::reduce_segments_async(t, b, in.get(), f, segments, d_offsets.get(), d_offsets.get() + 1,
+                                                         fr::Sum{}, s, exact);
+                      }, f, segments * sizeof(float));
   finishes_while_held(held, "segments, mean",
                       [&](void* t, std::size_t& b, cudaStream_t s) {
                         return fr::reduce_segments_async(t, b, in.get(), f, segments, d_offsets.get(), d_offsets.get() + 1,
@@ -209,6 +223,19 @@ void every_shape_while_held(unsigned held) {
     finishes_while_held(held, "dot" + at,
                         [&](void* t, std::size_t& b, cudaStream_t s) {
                           return fr::reduce_async(t, b, in.get(), in2.get(), f, m, fr::Dot{}, s);
+                        }, f, sizeof(float));
+    // Mode::Exact's own kernels for the variance (one pass), the L2 norm and dot.
+    finishes_while_held(held, "exact var" + at,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_async(t, b, in.get(), f, m, fr::Var{}, s, exact);
+                        }, f, sizeof(float));
+    finishes_while_held(held, "exact L2 norm" + at,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_async(t, b, in.get(), f, m, fr::NormL2{}, s, exact);
+                        }, f, sizeof(float));
+    finishes_while_held(held, "exact dot" + at,
+                        [&](void* t, std::size_t& b, cudaStream_t s) {
+                          return fr::reduce_async(t, b, in.get(), in2.get(), f, m, fr::Dot{}, s, exact);
                         }, f, sizeof(float));
     finishes_while_held(held, "a user's sum of squares" + at,
                         [&](void* t, std::size_t& b, cudaStream_t s) {
