@@ -280,6 +280,14 @@ def _plan_put(cache, key, plan):
     cache[key] = plan
 
 
+def _keep_plan(cache, key, entry, cplan, op_code, param, values, x, dim, keepdim, mode):
+    """Keeps a plan: entry + (cplan,) in cache (_plans, _fplans), and the capsule cplan in
+    _torch_core under the call's own arguments (where there is one)."""
+    _plan_put(cache, key, entry + (cplan,))
+    if cplan is not None:
+        _tc.remember(op_code, param, values, x, dim, keepdim, mode, cplan)
+
+
 def _forget_plans():
     """Drops every plan (the next calls plan afresh): _plans, _fplans and _torch_core's."""
     _plans.clear()
@@ -364,13 +372,12 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     if key is not None and record and key[1] == x.dtype:  # read in place, with no conversion first
         folded, out_shape, acc = record[0]
         # acc None: the result is of x's own dtype (new_empty without a dtype= is the cheaper call)
-        cplan = _c_plan(code, _OPS[op], 0, mode_code, folded, kind, out_shape, acc,
-                        -1 if by_code[acc] == want else want_code, False)
-        _plan_put(_plans, key, (code, _OPS[op], mode_code, folded, out_shape,
-                                None if by_code[acc] == x.dtype else by_code[acc],
-                                None if by_code[acc] == want else want, kind, cplan))
-        if cplan is not None:
-            _tc.remember(_OPS[op], 0, 0, x, dim, keepdim, mode, cplan)
+        _keep_plan(_plans, key, (code, _OPS[op], mode_code, folded, out_shape,
+                                 None if by_code[acc] == x.dtype else by_code[acc],
+                                 None if by_code[acc] == want else want, kind),
+                   _c_plan(code, _OPS[op], 0, mode_code, folded, kind, out_shape, acc,
+                           -1 if by_code[acc] == want else want_code, False),
+                   _OPS[op], 0, 0, x, dim, keepdim, mode)
     if result.dtype != want:
         result = result.to(want)
     if out is not None:
@@ -980,7 +987,7 @@ def _family(name, op, x, y, dim, keepdim, param, dtype, mode, values=False, out=
             d = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
             if values:
                 pair = torch.ops.fastreduce.minmax(x, dim, keepdim, op, mode)
-                r = (torch.return_types.max if op == "argmax" else torch.return_types.min)(pair)
+                r = _torch_pair(torch, op, pair)
             else:
                 r = torch.ops.fastreduce.family(x, y, d, keepdim, op, param, mode, dtype)
             return _family_out(torch, name, r, out)
@@ -1036,6 +1043,11 @@ def _dot_check(name, xs, ys, xdt, ydt):
 _fplans = {}
 
 
+def _torch_pair(torch, op, pair):
+    """(values, indices) of min/max with dim as torch's named tuple (op: "argmax" for max)."""
+    return (torch.return_types.max if op == "argmax" else torch.return_types.min)(pair)
+
+
 def _run_fplan(torch, plan, x, op, param, values):
     """A torch family call by its plan (_fplans), as _run_plan."""
     code, op_code, mode_code, folded, out_shape, acc, want, kind, cplan = plan
@@ -1059,9 +1071,7 @@ def _run_fplan(torch, plan, x, op, param, values):
             r = (vals, result) if values else result
         else:
             r = result if want is None else result.to(want)
-    if values:
-        return (torch.return_types.max if op == "argmax" else torch.return_types.min)(r)
-    return r
+    return _torch_pair(torch, op, r) if values else r
 
 
 def _fplanned(op, param, values, x, dim, keepdim, mode):
@@ -1073,7 +1083,7 @@ def _fplanned(op, param, values, x, dim, keepdim, mode):
         r = _tc.planned(_FAMILY[op], param, values, x, dim, keepdim, mode)
         if r is None or not values:
             return r
-        return (_torch_mod.return_types.max if op == "argmax" else _torch_mod.return_types.min)(r)
+        return _torch_pair(_torch_mod, op, r)
     if type(x) is not _Tensor or not _plain_dim(dim) or _is_compiling():
         return None
     try:
@@ -1122,21 +1132,19 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
     if op in _ARG:
         if key is not None and record:
             folded, out_shape, kind = record[0]
-            cplan = _c_plan(code, _FAMILY[op], param, mode_code, folded, kind, out_shape, code, -1, values)
-            _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, folded, out_shape, None, None, kind, cplan))
-            if cplan is not None:
-                _tc.remember(_FAMILY[op], param, values, x, dim, keepdim, mode, cplan)
+            _keep_plan(_fplans, key, (code, _FAMILY[op], mode_code, folded, out_shape, None, None, kind),
+                       _c_plan(code, _FAMILY[op], param, mode_code, folded, kind, out_shape, code, -1, values),
+                       _FAMILY[op], param, values, x, dim, keepdim, mode)
         if values:
-            return (torch.return_types.max if op == "argmax" else torch.return_types.min)((r.values, r.indices))
+            return _torch_pair(torch, op, (r.values, r.indices))
         return r.indices
     if key is not None and record and key[3] == x.dtype:
         folded, out_shape, kind = record[0]
-        cplan = _c_plan(code, _FAMILY[op], param, mode_code, folded, kind, out_shape, codes[r.dtype],
-                        -1 if r.dtype == want else codes[want], False)
-        _plan_put(_fplans, key, (code, _FAMILY[op], mode_code, folded, out_shape, r.dtype,
-                                 None if r.dtype == want else want, kind, cplan))
-        if cplan is not None:
-            _tc.remember(_FAMILY[op], param, values, x, dim, keepdim, mode, cplan)
+        _keep_plan(_fplans, key, (code, _FAMILY[op], mode_code, folded, out_shape, r.dtype,
+                                  None if r.dtype == want else want, kind),
+                   _c_plan(code, _FAMILY[op], param, mode_code, folded, kind, out_shape, codes[r.dtype],
+                           -1 if r.dtype == want else codes[want], False),
+                   _FAMILY[op], param, values, x, dim, keepdim, mode)
     return r if r.dtype == want else r.to(want)
 
 

@@ -85,10 +85,7 @@ cudaError_t run_reduction(const FamilyCall& c, void* temp, std::size_t& bytes, c
 template <class T, class Op>
 cudaError_t run_one(const FamilyCall& c, void* temp, std::size_t& bytes, const char** message, const Op& op,
                     void* out) {
-  using R = fr::reduction_t<T, Op>;
-  return fr::engine::reduce_axis_async_impl<R>(temp, bytes, {reinterpret_cast<const T*>(c.in)},
-                                               static_cast<typename R::Out*>(out), c.axis,
-                                               fr::reduction_of(std::type_identity<T>{}, op), c.stream, c.opt, message);
+  return run_reduction(c, temp, bytes, message, fr::reduction_of(std::type_identity<T>{}, op), out);
 }
 
 template <class T, bool Greater>
