@@ -176,8 +176,9 @@ result_t<T, Op> reduce_on(cudaStream_t stream, const T* d_in, std::size_t n, Op 
   using R = reduction_t<T, Op>;
   const R red = reduction_of(std::type_identity<T>{}, op);
   return engine::run_blocking<result_t<T, Op>>(
-      stream, "fastreduce::reduce", [&](void* temp, std::size_t& bytes, result_t<T, Op>* out, const char** message) {
-        return engine::reduce_async_impl<R>(temp, bytes, {d_in}, out, n, red, stream, opt, message);
+      stream, "fastreduce::reduce", opt,
+      [&](void* temp, std::size_t& bytes, result_t<T, Op>* out, const Options& o, const char** message) {
+        return engine::reduce_async_impl<R>(temp, bytes, {d_in}, out, n, red, stream, o, message);
       });
 }
 
@@ -202,9 +203,11 @@ template <class T, class Op>
 void reduce_axis(const T* d_in, result_t<T, Op>* d_out, const Axis& axis, Op op, const Options& opt = {}) {
   using R = reduction_t<T, Op>;
   const R red = reduction_of(std::type_identity<T>{}, op);
-  engine::run_blocking_void(cudaStream_t{}, "fastreduce::reduce_axis", [&](void* temp, std::size_t& bytes, const char** message) {
-    return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, red, cudaStream_t{}, opt, message);
-  });
+  engine::run_blocking_void(cudaStream_t{}, "fastreduce::reduce_axis", opt,
+                            [&](void* temp, std::size_t& bytes, const Options& o, const char** message) {
+                              return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, red,
+                                                                       cudaStream_t{}, o, message);
+                            });
 }
 
 // Offsets are device data of any integer type, not checked against the input, nor is a null d_in
@@ -237,8 +240,9 @@ result2_t<T, U, Op> reduce_on(cudaStream_t stream, const T* d_x, const U* d_y, s
   using R = reduction2_t<T, U, Op>;
   const R red = reduction_of(std::type_identity<T>{}, std::type_identity<U>{}, op);
   return engine::run_blocking<result2_t<T, U, Op>>(
-      stream, "fastreduce::reduce", [&](void* temp, std::size_t& bytes, result2_t<T, U, Op>* out, const char** message) {
-        return engine::reduce_async_impl<R>(temp, bytes, {d_x, d_y}, out, n, red, stream, opt, message);
+      stream, "fastreduce::reduce", opt,
+      [&](void* temp, std::size_t& bytes, result2_t<T, U, Op>* out, const Options& o, const char** message) {
+        return engine::reduce_async_impl<R>(temp, bytes, {d_x, d_y}, out, n, red, stream, o, message);
       });
 }
 template <class T, class U, class Op>

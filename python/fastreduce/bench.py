@@ -79,7 +79,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fastreduce.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", help="write the rows as CSV here")
     parser.add_argument("--plot", help="write a PNG of time per call against n here, a panel per op (needs matplotlib)")
-    parser.add_argument("--max-log2", type=int, default=28, help="largest size, as a power of two")
+    parser.add_argument("--max-log2", type=int, default=30, help="largest size, as a power of two (default 30)")
     parser.add_argument("--ops", type=_list(OPS, "op"), default=list(OPS), help=f"comma list (default {','.join(OPS)})")
     parser.add_argument("--dtypes", type=_list(DTYPES, "dtype"), default=list(DTYPES),
                         help=f"comma list (default {','.join(DTYPES)})")

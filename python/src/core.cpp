@@ -11,7 +11,9 @@
 // Temporary storage, three ways (the last two arguments of both calls):
 //   temp = 0, temp_bytes = 0 (eager calls): a buffer cached per device and stream, grown with
 //     stream-ordered allocations, never shrunk: no allocation after the first call of a given
-//     size on a stream. But while `stream` is capturing a CUDA graph the cache is never touched:
+//     size on a stream. Its first word is the engine's finish counter (Options::finish_counter,
+//     zeroed when the buffer is allocated), so that a reduction to one result over several blocks
+//     is one launch. But while `stream` is capturing a CUDA graph the cache is never touched:
 //     nothing is enqueued and the call returns the bytes it needs (> 0), for the caller to
 //     allocate them from its framework (torch: the graph's private pool, freed with the graph) and
 //     call again with them.
@@ -46,7 +48,7 @@ namespace {
 using namespace fastreduce_python;
 
 // Temporary storage per (device, stream) of eager calls: grown with stream-ordered allocations,
-// never shrunk. Captured work never uses it (a graph replayed later, on any stream, would share it
+// never shrunk; the finish counter in its first kAlign bytes. Captured work never uses it (a graph replayed later, on any stream, would share it
 // with the eager calls of the moment).
 struct Temp {
   void* data = nullptr;
@@ -75,9 +77,11 @@ void check(cudaError_t e, const char* what, const char* message = nullptr) {
 constexpr std::size_t kAlign = 256;
 constexpr std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// Runs enqueue(extra, temp, bytes, message) (temp == nullptr: bytes = the engine's storage, nothing
-// enqueued) with storage for `extra` bytes (the op's own, first) and the engine's (after it), taken
-// as the header says. Returns 0, or under capture with no storage given the bytes needed.
+// Runs enqueue(extra, temp, bytes, counter, message) (temp == nullptr: bytes = the engine's storage,
+// nothing enqueued) with storage for `extra` bytes (the op's own, first) and the engine's (after
+// it), taken as the header says; `counter`: the cached storage's finish counter, or nullptr (the
+// caller's storage, whose contents are unknown). Returns 0, or under capture with no storage given
+// the bytes needed.
 template <class Enqueue>
 std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uintptr_t temp, std::size_t temp_bytes,
                     const Enqueue& enqueue) {
@@ -85,7 +89,7 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
   const char* message = nullptr;
   auto plan = [&]() {
     std::size_t bytes = 0;
-    check(enqueue(nullptr, nullptr, bytes, &message), "planning", message);
+    check(enqueue(nullptr, nullptr, bytes, nullptr, &message), "planning", message);
     return std::max<std::size_t>(head + bytes, kAlign);
   };
   if (temp != 0) {
@@ -96,7 +100,7 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
     }
     char* base = reinterpret_cast<char*>(temp);
     std::size_t have = temp_bytes - head;
-    check(enqueue(base, base + head, have, &message), "reduce", message);
+    check(enqueue(base, base + head, have, nullptr, &message), "reduce", message);
     return 0;
   }
   if (temp_bytes != 0) throw std::invalid_argument("fastreduce: temp_bytes without temp");
@@ -114,10 +118,11 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
   std::lock_guard<std::mutex> lock(t->mutex);
   // One planning pass when the storage suffices (most calls): the engine checks the size itself and
   // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
-  if (t->data != nullptr && t->bytes >= head + kAlign) {
-    char* base = static_cast<char*>(t->data);
-    std::size_t have = t->bytes - head;
-    const cudaError_t first = enqueue(base, base + head, have, &message);
+  auto* counter = static_cast<unsigned*>(t->data);
+  if (t->data != nullptr && t->bytes >= kAlign + head + kAlign) {
+    char* base = static_cast<char*>(t->data) + kAlign;
+    std::size_t have = t->bytes - kAlign - head;
+    const cudaError_t first = enqueue(base, base + head, have, counter, &message);
     if (first != cudaErrorInvalidValue) {
       check(first, "reduce", message);
       return 0;
@@ -125,18 +130,25 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
     cudaGetLastError();
     message = nullptr;
   }
-  const std::size_t need = plan();
+  const std::size_t need = kAlign + plan();
   if (t->bytes < need) {
     if (t->data != nullptr) check(cudaFreeAsync(t->data, stream), "cudaFreeAsync");
     t->data = nullptr;
     t->bytes = 0;
     const std::size_t grown = std::max<std::size_t>(need, std::size_t(1) << 20);  // most reductions need less
-    check(cudaMallocAsync(&t->data, grown, stream), "cudaMallocAsync (temporary storage)");
+    void* fresh = nullptr;
+    check(cudaMallocAsync(&fresh, grown, stream), "cudaMallocAsync (temporary storage)");
+    if (const cudaError_t e = cudaMemsetAsync(fresh, 0, kAlign, stream); e != cudaSuccess) {
+      cudaFreeAsync(fresh, stream);
+      check(e, "cudaMemsetAsync (the finish counter)");
+    }
+    t->data = fresh;
     t->bytes = grown;
   }
-  char* base = static_cast<char*>(t->data);
-  std::size_t have = t->bytes - head;
-  check(enqueue(base, base + head, have, &message), "reduce", message);
+  counter = static_cast<unsigned*>(t->data);
+  char* base = static_cast<char*>(t->data) + kAlign;
+  std::size_t have = t->bytes - kAlign - head;
+  check(enqueue(base, base + head, have, counter, &message), "reduce", message);
   return 0;
 }
 
@@ -173,9 +185,12 @@ std::size_t run(const fr::Axis& axis, std::uintptr_t in, std::uintptr_t out, int
                 const fr::Options& opt, int device, std::uintptr_t temp, std::size_t temp_bytes) {
   const T* d_in = reinterpret_cast<const T*>(in);
   auto go = [&](auto* d_out) {
-    return execute(device, stream, 0, temp, temp_bytes, [&](void*, void* storage, std::size_t& bytes, const char**) {
-      return fr::reduce_axis_async(storage, bytes, d_in, d_out, axis, Op{}, stream, opt);
-    });
+    return execute(device, stream, 0, temp, temp_bytes,
+                   [&](void*, void* storage, std::size_t& bytes, unsigned* counter, const char**) {
+                     fr::Options o = opt;
+                     o.finish_counter = counter;
+                     return fr::reduce_axis_async(storage, bytes, d_in, d_out, axis, Op{}, stream, o);
+                   });
   };
   if (result == ResultNarrow) {
     if constexpr (fr::narrow_result<T, Op>) return go(reinterpret_cast<T*>(out));
@@ -236,8 +251,10 @@ std::size_t reduce(int code, int op, int mode, std::uintptr_t in, std::size_t ou
 template <class T>
 std::size_t run_family(const FamilyCall& call, int device, std::uintptr_t temp, std::size_t temp_bytes) {
   return execute(device, call.stream, family_extra_bytes_typed<T>(call), temp, temp_bytes,
-                 [&](void* extra, void* storage, std::size_t& bytes, const char** message) {
-                   return family_enqueue_typed<T>(call, extra, storage, bytes, message);
+                 [&](void* extra, void* storage, std::size_t& bytes, unsigned* counter, const char** message) {
+                   FamilyCall c = call;
+                   c.opt.finish_counter = counter;
+                   return family_enqueue_typed<T>(c, extra, storage, bytes, message);
                  });
 }
 

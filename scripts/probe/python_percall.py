@@ -5,7 +5,7 @@ plans made without it), alternated
 in one process as the host's speed drifts; then the cost of pieces of the Python path. Prints µs
 per call (fastreduce.bench's timing: calls back to back, the median of seven batches).
 
-    python scripts/probe/python_percall.py [--ops sum,amax,argmax,mean,var,norm] [--rounds 2]
+    python scripts/probe/python_percall.py [--ops sum,amax,argmax,mean,var,norm] [--rounds 2] [--logs 10,16,20]
 """
 import argparse
 
@@ -31,6 +31,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ops", default=",".join(CALLS))
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--logs", type=lambda t: [int(v) for v in t.split(",")], default=[10, 16, 20],
+                        help="whole tensors of 2^k elements (default 10,16,20), then (4096, 256) along dim -1")
     args = parser.parse_args()
     sync = torch.cuda.synchronize
     fr.sum(torch.ones(4, device="cuda"))  # torch seen: _torch_core loaded where it is built
@@ -38,7 +40,7 @@ def main():
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, _torch_core "
           f"{'loaded' if tc is not None else 'MISSING'}", flush=True)
     paths = ("c", "py") if tc is not None else ("py",)
-    shapes = [(1 << 10,), (1 << 16,), (1 << 20,), (4096, 256)]
+    shapes = [(1 << k,) for k in args.logs] + [(4096, 256)]
     for rnd in range(args.rounds):
         for op in args.ops.split(","):
             f, t, kw = CALLS[op]

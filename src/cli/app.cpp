@@ -238,6 +238,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   bench_cmd->add_option("--repetitions", bo.repetitions, "timed batches per measurement (median reported)")
       ->capture_default_str();
   bench_cmd->add_flag("--skip-thrust", bo.skip_thrust, "leave thrust::reduce out");
+  bench_cmd->add_flag("--finish-counter", bo.finish_counter,
+                      "also time each mode with Options::finish_counter (a grid of several blocks finishes in its "
+                      "last block: one launch), as rows of mode <mode>+counter whose bits must equal the mode's");
   bench_cmd->add_option("--data", bo.data,
                         "default (per op: sums of values in [0.5, 1.5), ...) | wide (floating point: both signs, "
                         "exponents over the type's whole range, subnormals included; results not compared with CUB's)")

@@ -41,6 +41,7 @@ struct BenchOptions {
   bool skip_thrust = false;
   std::string data = "default";  // "wide": floating-point exponents over the whole range (sum, max)
   std::vector<int> gpus;  // non-empty: the multi-GPU float sum on these GPU counts (bench_gpus_cmd.cpp)
+  bool finish_counter = false;  // each mode also with Options::finish_counter (rows of mode "<mode>+counter")
 };
 
 struct BenchAxisOptions {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "baselines.hpp"
@@ -58,10 +59,13 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   bench::DeviceArray<T> arena_memory(slices * stride);
   bench::DeviceArray<A> out_memory(2);
   bench::DeviceArray<unsigned char> temp_memory(temp_bytes);
+  bench::DeviceArray<unsigned> counter_memory(1);  // Options::finish_counter (--finish-counter)
   T* const arena = arena_memory.get();
   A* const d_out = out_memory.get();
   void* const temp = temp_memory.get();
-  if (arena == nullptr || d_out == nullptr || temp == nullptr) {
+  unsigned* const counter = counter_memory.get();
+  if (counter != nullptr) cudaMemset(counter, 0, sizeof(unsigned));
+  if (arena == nullptr || d_out == nullptr || temp == nullptr || counter == nullptr) {
     err << "\nfastreduce: allocation failed for n = " << n << '\n';
     return false;
   }
@@ -98,9 +102,20 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
   bool all_agree = true, all_ran = true;
   std::vector<std::string> timed_modes;
   std::vector<bool> agrees;
+  // Each mode, and with --finish-counter the same mode with the counter (its bits must be the mode's).
+  std::vector<std::pair<std::string, Options>> variants;
   for (std::size_t m = 0; m < o.modes.size(); ++m) {
-    const std::string& mode = o.modes[m];
-    const Options opt = mode_options[m];
+    variants.emplace_back(o.modes[m], mode_options[m]);
+    if (o.finish_counter) {
+      Options with_counter = mode_options[m];
+      with_counter.finish_counter = counter;
+      variants.emplace_back(o.modes[m] + "+counter", with_counter);
+    }
+  }
+  A previous{};  // the mode's result, which its +counter row must equal bit for bit
+  for (const auto& variant : variants) {
+    const std::string& mode = variant.first;
+    const Options opt = variant.second;
     cudaMemset(d_out, 0xA5, sizeof(A));
     std::size_t tb = temp_bytes;
     cudaError_t status = reduce_async<T, Op>(temp, tb, arena, d_out, n, Op{}, 0, opt);
@@ -112,6 +127,13 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
     }
     A ours{};
     cudaMemcpy(&ours, d_out, sizeof(A), cudaMemcpyDeviceToHost);
+    const bool counted = opt.finish_counter != nullptr;
+    const bool same_bits = !counted || std::memcmp(&ours, &previous, sizeof(A)) == 0;
+    if (!same_bits) {
+      err << format("\nfastreduce: %s %s n=%zu mode %s: %.10g, without the counter %.10g (bits differ)\n",
+                    type_name.c_str(), op_name.c_str(), n, mode.c_str(), double(ours), double(previous));
+    }
+    if (!counted) previous = ours;
     bool agree = true;
     if constexpr (std::is_floating_point_v<A>) {
       // Wide data: CUB's sum is no reference (its rounding errors reach the result's size), and
@@ -126,6 +148,7 @@ bool bench_one(const BenchOptions& o, const bench::DeviceInfo& device, const std
       err << format("\nfastreduce: %s %s n=%zu mode %s: fastreduce %.10g, CUB %.10g\n", type_name.c_str(),
                     op_name.c_str(), n, mode.c_str(), double(ours), double(cub_value));
     }
+    agree = agree && same_bits;
     all_agree = all_agree && agree;
     agrees.push_back(agree);
     timed_modes.push_back(mode);

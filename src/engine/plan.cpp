@@ -107,16 +107,17 @@ namespace {
 // five shuffle levels in every warp, five more in warp 0 when there are several warps.
 std::size_t block_reduce_depth(unsigned threads) { return threads > 32 ? 10 : 5; }
 
-// The combine kernel: a thread's own partials one after another, then its block reduction.
-std::size_t combine_depth(unsigned grid) {
-  return grid > 1 ? ceil_div(grid, kCombineThreads) + block_reduce_depth(kCombineThreads) : 0;
+// The combine (a kernel, or the grid's last block, of the main kernel's `threads`): a thread's own
+// partials one after another, then its block reduction.
+std::size_t combine_depth(unsigned grid, unsigned threads) {
+  return grid > 1 ? ceil_div(grid, threads) + block_reduce_depth(threads) : 0;
 }
 }  // namespace
 
 std::size_t fast_depth(const FastPlan& plan, unsigned threads, unsigned vec_depth) {
   // A thread adds its vectors one after another (each reduced pairwise first); block 0's threads
   // also add the head and the tail (fewer than 16 elements each, so one of each per thread).
-  return ceil_div(plan.share, threads) + vec_depth + 2 + block_reduce_depth(threads) + combine_depth(plan.grid);
+  return ceil_div(plan.share, threads) + vec_depth + 2 + block_reduce_depth(threads) + combine_depth(plan.grid, threads);
 }
 
 std::size_t bulk_depth(const BulkPlan& plan, std::size_t n, const BulkPolicy& policy, unsigned vec_depth) {
@@ -125,7 +126,7 @@ std::size_t bulk_depth(const BulkPlan& plan, std::size_t n, const BulkPolicy& po
   const std::size_t per_stage = policy.stage_bytes / 16 / policy.threads;
   const std::size_t tail = n - std::min(n, plan.tail_begin);
   return plan.stages_per_block * per_stage + vec_depth + 1 + ceil_div(tail, policy.threads) +
-         block_reduce_depth(policy.threads) + combine_depth(plan.grid);
+         block_reduce_depth(policy.threads) + combine_depth(plan.grid, policy.threads);
 }
 
 ArgumentError validate_arguments(const void* d_in, const void* d_out, const void* d_temp,

@@ -35,7 +35,8 @@ cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, std::siz
     buffer = &registry()[{device, stream}];  // map nodes never move
   }
   std::unique_lock<std::mutex> lock(buffer->mutex);
-  const std::size_t kSlot = std::max<std::size_t>(16, (result_bytes + 15) / 16 * 16);
+  constexpr std::size_t kCounter = 16;  // the finish counter, first
+  const std::size_t kSlot = kCounter + std::max<std::size_t>(16, (result_bytes + 15) / 16 * 16);
   if (buffer->bytes < kSlot + bytes) {
     if (buffer->data != nullptr) {
       // The previous call on this stream has finished (reduce() synchronises), so it can go.
@@ -47,9 +48,15 @@ cudaError_t acquire_cached_temp(cudaStream_t stream, std::size_t bytes, std::siz
       buffer->data = nullptr;
       return e;
     }
+    if (cudaError_t e = cudaMemsetAsync(buffer->data, 0, kCounter, stream); e != cudaSuccess) {
+      cudaFree(buffer->data);
+      buffer->data = nullptr;
+      return e;
+    }
     buffer->bytes = kSlot + bytes;
   }
-  out.result_slot = buffer->data;
+  out.counter = static_cast<unsigned*>(buffer->data);
+  out.result_slot = static_cast<char*>(buffer->data) + kCounter;
   out.temp = static_cast<char*>(buffer->data) + kSlot;
   out.temp_bytes = buffer->bytes - kSlot;
   out.lock = std::move(lock);

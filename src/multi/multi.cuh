@@ -707,10 +707,18 @@ cudaError_t reduce_axis_exact(void* d_temp, std::size_t& temp_bytes, Transport& 
 template <class T, class Op>
 inline constexpr bool kReproSum = std::is_floating_point_v<acc_t<T, Op>> && std::is_same_v<Op, Sum>;
 
+// A rank's own reductions take the caller's options without Options::finish_counter: one word
+// given to every rank (LocalGroup's ranks run at once) would be shared by reductions that overlap.
+inline Options rank_options(Options opt) {
+  opt.finish_counter = nullptr;
+  return opt;
+}
+
 template <class T, class Op>
 cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
-                              std::size_t n_local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream, const Options& opt,
-                              const char** message) {
+                              std::size_t n_local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream,
+                              const Options& options, const char** message) {
+  const Options opt = rank_options(options);
   using A = acc_t<T, Op>;
   const unsigned ranks = static_cast<unsigned>(transport.size());
   const Failure fail{message};
@@ -816,7 +824,8 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& 
 template <class T, class Op>
 cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, Transport& transport, const T* d_shard,
                                    const Axis& local, acc_t<T, Op>* d_out, Op op, cudaStream_t stream,
-                                   const Options& opt, std::size_t first, const char** message) {
+                                   const Options& options, std::size_t first, const char** message) {
+  const Options opt = rank_options(options);
   using A = acc_t<T, Op>;
   const unsigned ranks = static_cast<unsigned>(transport.size());
   const Failure fail{message};

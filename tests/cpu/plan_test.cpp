@@ -84,7 +84,10 @@ TEST(EnginePlan, SummationDepthFollowsThePlan) {
   const auto many = eng::plan_fast(std::size_t(1) << 24, 4, 0, 4, eng::kLarge, 132, 2, 0);
   ASSERT_EQ(many.grid, 264u);
   const std::size_t per_thread = (many.share + 1023) / 1024;
-  EXPECT_EQ(eng::fast_depth(many, 1024, 2), per_thread + 2 + 2 + 10 + (2 + 10));  // 264 partials: 2 per combine thread
+  EXPECT_EQ(eng::fast_depth(many, 1024, 2), per_thread + 2 + 2 + 10 + (1 + 10));  // 264 partials: 1 per combine thread
+  const auto small = eng::plan_fast(std::size_t(1) << 20, 4, 0, 4, eng::kSmall, 132, 4, 0);
+  ASSERT_GT(small.grid, 64u);  // more partials than a 64-thread combine takes one each
+  EXPECT_EQ(eng::fast_depth(small, 64, 2), (small.share + 63) / 64 + 2 + 2 + 10 + ((small.grid + 63) / 64 + 10));
   const std::size_t n = (std::size_t(1) << 28) + 5;
   const auto bulk = eng::plan_bulk(n, 4, 0, 4, eng::kBulk.stage_bytes, 132, 1, 0);
   EXPECT_EQ(eng::bulk_depth(bulk, n, eng::kBulk, 2), bulk.stages_per_block * 4 + 2 + 1 + 1 + 10 + (1 + 10));

@@ -505,6 +505,136 @@ TEST(Engine, TwoStreamsAtOnce) {
   cudaStreamDestroy(s2);
 }
 
+// Options::finish_counter: a grid of several blocks finishes in its last block, one launch, up to
+// the policy's bytes (above, the combine kernel as without it), with the bits of the combine
+// kernel's route, and leaves the word 0 for the next call; on every path with partials (small and
+// large loads; bulk copies, above the limit), at grids of every size (max_blocks), at every
+// alignment, on one word reused by calls of different grids.
+template <class T, class Op>
+void check_finish_counter(const std::vector<std::size_t>& sizes, unsigned* counter) {
+  const std::size_t limit = device_policy().self_finish_max_bytes;
+  for (std::size_t n : sizes) {
+    DeviceBuffer<T> in(n + 1);
+    ASSERT_NE(in.get(), nullptr) << n;
+    // Values whose float sums round differently in another order: a combine in any other order
+    // than the kernel's would change the bits.
+    const auto dist = std::is_floating_point_v<Acc<T, Op>> ? fr::bench::Distribution::Signed : distribution_of<Op>(n);
+    ASSERT_EQ(fr::bench::fill_random(in.get(), n + 1, test_seed(), dist), cudaSuccess);
+    const std::vector<T> host = fr::bench::to_host(in.get(), n + 1);
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      for (unsigned cap : {0u, 1u, 2u, 3u, 7u}) {
+        const fr::Options plain{.max_blocks = cap};
+        const fr::Options counted{.max_blocks = cap, .finish_counter = counter};
+        const eng::Route two = route_of<T, Op>(in.get() + offset, n, plain);
+        const eng::Route one = route_of<T, Op>(in.get() + offset, n, counted);
+        EXPECT_EQ(one.path, two.path);
+        EXPECT_EQ(one.grid, two.grid);
+        const bool self = two.combine_kernel && n * sizeof(T) <= limit;
+        EXPECT_EQ(one.last_block_combines, self) << n << " cap " << cap;
+        EXPECT_EQ(one.combine_kernel, two.combine_kernel && !self);
+        EXPECT_EQ(one.dependent_launch, two.dependent_launch && !self);
+        EXPECT_EQ(one.depth, two.depth);
+        const Acc<T, Op> a = run_async<T, Op>(in.get() + offset, n, plain);
+        const Acc<T, Op> b = run_async<T, Op>(in.get() + offset, n, counted);
+        EXPECT_TRUE(same_bits(a, b)) << eng::path_name(one.path) << " n=" << n << " offset " << offset << " cap " << cap
+                                     << ": " << double(a) << " against " << double(b);
+        expect_matches<T, Op>(host, offset, n, b, false, one.depth, "finish counter");
+        EXPECT_EQ(read_back(counter), 0u) << "the word is left 0 (n=" << n << ", cap " << cap << ")";
+      }
+    }
+  }
+}
+
+TEST(Engine, FinishCounterGivesOneLaunchWithTheSameBits) {
+  FASTREDUCE_REQUIRE_GPU();
+  const eng::ArchPolicy& arch = device_policy();
+  DeviceBuffer<unsigned> counter(1);
+  CUDA_OK(cudaMemset(counter.get(), 0, sizeof(unsigned)));
+  const std::size_t past_one_block = arch.one_block_max_bytes / 4 + 5;
+  // One block; small loads; large loads up to the limit (floats, where it lies above the small
+  // blocks' sizes: sm_90) and past it (doubles).
+  std::vector<std::size_t> sizes = {1000, past_one_block, (std::size_t(1) << 20) + 3, arch.small_max_bytes / 4 + 9,
+                                    arch.self_finish_max_bytes / 8 + 1};
+  if (!quick()) sizes.push_back((std::size_t(1) << 24) + 1);
+  check_finish_counter<float, fr::Sum>(sizes, counter.get());
+  check_finish_counter<double, fr::Sum>(sizes, counter.get());
+  check_finish_counter<__nv_bfloat16, fr::Sum>(sizes, counter.get());
+  check_finish_counter<std::int32_t, fr::Sum>(sizes, counter.get());
+  check_finish_counter<float, fr::Max>({past_one_block, arch.small_max_bytes / 4 + 9}, counter.get());
+  if (!quick() && arch.bulk_min_bytes > 0) {  // past the limit: the combine kernel, the word untouched
+    const std::size_t bulk = arch.bulk_min_bytes / 4 + 3;
+    const eng::Route route = route_of<float>(nullptr, bulk, {.finish_counter = counter.get()});
+    EXPECT_EQ(route.path, hopper_code_runs() ? eng::Path::Bulk : eng::Path::Large);
+    EXPECT_FALSE(route.last_block_combines);
+    check_finish_counter<float, fr::Sum>({bulk}, counter.get());
+  }
+  // One word, calls of different grids back to back on one stream, no wait in between.
+  const std::vector<std::size_t> mixed = {past_one_block, (std::size_t(1) << 22) + 1, 999, (std::size_t(1) << 20) + 3};
+  const std::size_t longest = (std::size_t(1) << 22) + 1;
+  DeviceBuffer<float> in(longest);
+  ASSERT_EQ(fr::bench::fill_random(in.get(), longest, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  std::size_t bytes = 0;
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, longest, fr::Sum{})), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  constexpr int kCalls = 64;
+  DeviceBuffer<float> out(kCalls);
+  out.poison();
+  for (int i = 0; i < kCalls; ++i) {
+    std::size_t b = bytes;
+    ASSERT_EQ((fr::reduce_async<float, fr::Sum>(temp.get(), b, in.get(), out.get() + i, mixed[i % mixed.size()],
+                                                fr::Sum{}, 0, {.finish_counter = counter.get()})),
+              cudaSuccess);
+  }
+  std::vector<float> got(kCalls);
+  CUDA_OK(cudaMemcpy(got.data(), out.get(), kCalls * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kCalls; ++i) {
+    const std::size_t n = mixed[i % mixed.size()];
+    EXPECT_TRUE(same_bits(got[i], run_async<float, fr::Sum>(in.get(), n))) << "call " << i << " n=" << n;
+  }
+  EXPECT_EQ(read_back(counter.get()), 0u);
+  // The blocking API keeps a counter with its cached storage: its results have the same bits.
+  for (std::size_t n : mixed) {
+    EXPECT_TRUE(same_bits(fr::reduce(in.get(), n), run_async<float, fr::Sum>(in.get(), n))) << n;
+    EXPECT_TRUE(same_bits(fr::reduce(in.get() + 1, n - 1, fr::Max{}), run_async<float, fr::Max>(in.get() + 1, n - 1)))
+        << n;
+  }
+}
+
+// The counter is checked like every other pointer, before anything is enqueued.
+TEST(Engine, FinishCounterIsChecked) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t n = std::size_t(1) << 20;
+  DeviceBuffer<float> in(n), out(1);
+  DeviceBuffer<unsigned> counter(2);
+  CUDA_OK(cudaMemset(counter.get(), 0, 2 * sizeof(unsigned)));
+  ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), fr::bench::Distribution::Signed), cudaSuccess);
+  std::size_t bytes = 0;
+  ASSERT_EQ((fr::reduce_async<float, fr::Sum>(nullptr, bytes, in.get(), nullptr, n, fr::Sum{})), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  out.poison();
+  const float poisoned = read_back(out.get());
+  auto* odd = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(counter.get()) + 2);
+  EXPECT_EQ((fr::reduce_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), n, fr::Sum{}, 0,
+                                              {.finish_counter = odd})),
+            cudaErrorMisalignedAddress);
+  unsigned host_word = 0;
+  for (std::size_t m : {std::size_t(100), n}) {  // one block (the counter unused) and several: one contract
+    EXPECT_EQ((fr::reduce_async<float, fr::Sum>(temp.get(), bytes, in.get(), out.get(), m, fr::Sum{}, 0,
+                                                {.finish_counter = &host_word})),
+              cudaErrorInvalidDevicePointer);
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_TRUE(same_bits(read_back(out.get()), poisoned));
+  EXPECT_EQ(host_word, 0u);
+  try {
+    (void)fr::reduce(in.get(), n, fr::Sum{}, {.finish_counter = &host_word});
+    FAIL() << "no exception for a host counter";
+  } catch (const fr::Error& e) {
+    EXPECT_EQ(e.code(), cudaErrorInvalidDevicePointer);
+    EXPECT_NE(std::string(e.what()).find("finish_counter"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Engine, BadInputsGiveTheDocumentedErrorAndWriteNothing) {
   FASTREDUCE_REQUIRE_GPU();
   for (std::size_t n : {std::size_t(1000), std::size_t(1) << 22}) {  // one block, and partials with a combine

@@ -467,6 +467,82 @@ TEST(Family, LengthOneWithFewBlocks) {
   }
 }
 
+// Two results of one call (an arg-extreme compared by value and index, not by padding bytes).
+template <class O>
+bool same_result(const O& a, const O& b) {
+  if constexpr (requires { a.index; }) return same_bits(a.value, b.value) && a.index == b.index;
+  else return same_bits(a, b);
+}
+
+// Options::finish_counter (a grid of several blocks finishes in its last block) on the family:
+// the bits of the combine kernel's route, one launch, the word left 0. `y`: dot's second input.
+template <class T, class Op>
+void expect_counter_bits(const T* x, const T* y, std::size_t n, const Op& op, unsigned* counter, const char* what) {
+  const fr::Options plain{}, counted{.finish_counter = counter};
+  auto run = [&](void* temp, std::size_t& bytes, auto* out, const fr::Options& opt) {
+    if constexpr (fr::header_op2<T, T, Op>) return fr::reduce_async(temp, bytes, x, y, out, n, op, 0, opt);
+    else return fr::reduce_async(temp, bytes, x, out, n, op, 0, opt);
+  };
+  using R = typename decltype([] {
+    if constexpr (fr::header_op2<T, T, Op>) return std::type_identity<fr::reduction2_t<T, T, Op>>{};
+    else return std::type_identity<fr::reduction_t<T, Op>>{};
+  }())::type;
+  using O = typename R::Out;
+  fr::engine::Route route{};
+  typename fr::engine::inputs_t<R> in{};
+  in.x = x;
+  if constexpr (fr::header_op2<T, T, Op>) in.y = y;
+  ASSERT_EQ(fr::engine::describe_reduction<R>(in, n, counted, route), cudaSuccess);
+  int device = 0, major = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const std::size_t read = sizeof(T) * (fr::header_op2<T, T, Op> ? 2 : 1);
+  const bool self = n * read <= fr::engine::policy_for(major).self_finish_max_bytes;  // (n: several blocks)
+  EXPECT_EQ(route.last_block_combines, self) << what << " n=" << n;
+  EXPECT_EQ(route.combine_kernel, !self) << what;
+  DeviceBuffer<O> out(2);
+  out.poison();
+  std::size_t bytes = 0;
+  ASSERT_EQ(run(nullptr, bytes, out.get(), plain), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  ASSERT_EQ(run(temp.get(), bytes, out.get(), plain), cudaSuccess);
+  ASSERT_EQ(run(temp.get(), bytes, out.get() + 1, counted), cudaSuccess);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto got = host_copy(out.get(), 2);
+  EXPECT_TRUE(same_result(got[0], got[1])) << what << " n=" << n;
+  EXPECT_EQ(read_back(counter), 0u) << what;
+}
+
+TEST(Family, FinishCounterKeepsTheBits) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<unsigned> counter(1);
+  CUDA_OK(cudaMemset(counter.get(), 0, sizeof(unsigned)));
+  std::mt19937_64 rng(test_seed());
+  // Small loads; large loads (floats; dot past the limit of bytes read: the combine kernel).
+  for (std::size_t n : {std::size_t(300001), std::size_t(1500007)}) {
+    const auto hx = fresh_values<float>(n + 1, rng, false), hy = fresh_values<float>(n + 1, rng, false);
+    Device<float> x(hx), y(hy);
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      const float* px = x.buffer.get() + offset;
+      const float* py = y.buffer.get() + offset;
+      expect_counter_bits(px, px, n, fr::ArgMax{}, counter.get(), "argmax");
+      expect_counter_bits(px, px, n, fr::ArgMin{}, counter.get(), "argmin");
+      expect_counter_bits(px, px, n, fr::Var{1}, counter.get(), "var");
+      expect_counter_bits(px, px, n, fr::Mean{}, counter.get(), "mean");
+      expect_counter_bits(px, px, n, fr::NormL2{}, counter.get(), "L2 norm");
+      expect_counter_bits(px, py, n, fr::Dot{}, counter.get(), "dot");
+    }
+    std::vector<__nv_bfloat16> hb(n);
+    for (std::size_t i = 0; i < n; ++i) hb[i] = __nv_bfloat16(hx[i]);
+    Device<__nv_bfloat16> b(hb);
+    expect_counter_bits(b.buffer.get(), b.buffer.get(), n, fr::Std{0}, counter.get(), "bfloat16 std");
+    const auto hi = fresh_values<std::int32_t>(n, rng, false);
+    Device<std::int32_t> i32(hi);
+    expect_counter_bits(i32.buffer.get(), i32.buffer.get(), n, fr::transformed(SquareInt{}, fr::Sum{}), counter.get(),
+                        "int32 sum of squares");
+  }
+}
+
 // ArgMax leaves the one-block path at half the built-ins' bytes (its kOneBlockDivisor), where Sum
 // keeps it; both sides of the limit give the first index of the maximum.
 TEST(Family, ArgMaxLeavesOneBlockEarlier) {

@@ -36,6 +36,7 @@ struct Case {
   const char* name;
   std::size_t n;
   fr::Mode mode;
+  bool counter = false;  // Options::finish_counter: the grid's last block combines (one launch)
 };
 
 // `enqueue` launched on `stream` while `held` SMs are held: whether it finished within a second
@@ -79,6 +80,8 @@ void reduce_while_held(unsigned held) {
       {"exact, one block", 20000, fr::Mode::Exact},
       {"exact", std::size_t(1) << 20, fr::Mode::Exact},
       {"exact", std::size_t(1) << 24, fr::Mode::Exact},
+      {"small, finish counter", std::size_t(1) << 20, fr::Mode::Fast, true},
+      {"large, finish counter", (std::size_t(4) << 20) / sizeof(T) + 1, fr::Mode::Fast, true},
   };
   DeviceBuffer<T> in(bulk);
   ASSERT_EQ(fr::bench::fill_random(in.get(), bulk, test_seed(), fr::bench::Distribution::SignedSmallIntegers), cudaSuccess);
@@ -86,8 +89,10 @@ void reduce_while_held(unsigned held) {
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   DeviceBuffer<fr::acc_t<T, fr::Sum>> out(1);
+  DeviceBuffer<unsigned> counter(1);
+  CUDA_OK(cudaMemset(counter.get(), 0, sizeof(unsigned)));
   for (const Case& c : cases) {
-    const fr::Options opt{.mode = c.mode};
+    const fr::Options opt{.mode = c.mode, .finish_counter = c.counter ? counter.get() : nullptr};
     const eng::Route route = route_of<T>(in.get(), c.n, opt);
     const std::string what = std::string(c.name) + " (" + eng::path_name(route.path) + ", " +
                              std::to_string(route.grid) + " blocks), n=" + std::to_string(c.n) + ", " +
@@ -107,6 +112,13 @@ void reduce_while_held(unsigned held) {
     EXPECT_TRUE(run.still_holding) << what << ": the holder let go before the reduction finished";
     CUDA_OK(cudaStreamSynchronize(stream));
     EXPECT_EQ(static_cast<long double>(read_back(out.get())), fr::reference::compensated_sum(host.data(), c.n)) << what;
+    if (c.counter) {
+      int device = 0, major = 0;
+      CUDA_OK(cudaGetDevice(&device));
+      CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+      EXPECT_EQ(route.last_block_combines, c.n * sizeof(T) <= eng::policy_for(major).self_finish_max_bytes) << what;
+      EXPECT_EQ(read_back(counter.get()), 0u) << what;
+    }
     std::printf("  %s: finished in %.3f ms\n", what.c_str(), ms);
   }
   CUDA_OK(cudaStreamDestroy(stream));

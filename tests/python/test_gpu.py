@@ -892,6 +892,67 @@ def test_planned_calls(path, dtype):
         _api._fplans.update(saved[1])
 
 
+_FULL = [("sum", (), {}), ("amax", (), {}), ("argmax", (), {}), ("mean", (), {}), ("var", (), {}), ("norm", (), {})]
+
+
+def _kernels_of(fn):
+    """The names of the CUDA kernels fn() launches (torch.profiler; None where it records none)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return names or None
+
+
+def test_eager_full_reductions_are_one_launch_up_to_8_mb():
+    """The module's eager storage carries the engine's finish counter: from 256 KB to 8 MB a full
+    reduction is one kernel (its grid's last block combines); above, the blocks' partials go to a
+    combine kernel, as under capture."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the 8 MB limit is sm_90's (4 MB elsewhere)")
+    small, large = _seeded(((1 << 20) + 1,)), _seeded((3 * (1 << 20) + 7,))  # 4 MB and 12 MB of floats
+    fr.sum(small), fr.sum(large), fr.var(small)  # plans made, modules loaded
+    found = _kernels_of(lambda: fr.sum(small))
+    if found is None:
+        pytest.skip("torch.profiler records no CUDA kernels here")
+    assert sum("fast_reduce_kernel" in k for k in found) == 1 and not any("combine_partials" in k for k in found), found
+    found = _kernels_of(lambda: fr.var(small))
+    assert len(found) == 1 and not any("combine_partials" in k for k in found), found
+    found = _kernels_of(lambda: fr.sum(large))
+    assert any("combine_partials" in k for k in found), found
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_full_reductions_of_several_blocks_eager_and_captured(dtype):
+    """Eager calls over several blocks finish in the grid's last block (the finish counter of
+    the module's cached storage: one launch); captured ones, whose storage comes from the graph's
+    pool, leave the partials to a combine kernel. The bits are the same either way, call after
+    call on one counter, and close to torch's."""
+    sizes = [(1 << 18) + 3, (1 << 20) + 1, 3 * (1 << 20) + 7]
+    xs = [_seeded((n,), dtype) for n in sizes]
+    eager = [[getattr(fr, op)(x, *a, **k) for op, a, k in _FULL] for x in xs]
+    again = [[getattr(fr, op)(x, *a, **k) for op, a, k in _FULL] for x in xs]  # the same counter, reused
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        captured = [[getattr(fr, op)(x, *a, **k) for op, a, k in _FULL] for x in xs]
+    g.replay()
+    torch.cuda.synchronize()
+    for x, e, r, c in zip(xs, eager, again, captured):
+        for (op, _, _), u, v, w in zip(_FULL, e, r, c):
+            assert _same(u, v) and _same(u, w), (op, x.numel(), u, v, w)
+            if op == "argmax":
+                assert x[u] == x.max() and (x[:u] < x[u]).all(), (op, x.numel())  # the first maximum
+                continue
+            want = getattr(torch, op)(x.double()).item()
+            got = u.double().item()
+            narrow = 2.0 ** -8 * abs(want) if dtype == torch.bfloat16 else 0.0  # the result's own rounding
+            scale = {"sum": x.double().abs().sum().item(), "mean": x.double().abs().mean().item(),
+                     "amax": 0.0, "var": 10 * abs(want), "norm": abs(want)}[op]
+            assert abs(got - want) <= 1e-5 * scale + narrow, (op, x.numel(), got, want)
+
+
 def test_torch_compile_reduce_overhead():
     """mode="reduce-overhead": torch's CUDA graphs (cudagraph trees) capture the custom ops with no
     warm-up of fastreduce's own; replays read new inputs."""

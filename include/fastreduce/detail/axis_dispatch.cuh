@@ -727,9 +727,11 @@ cudaError_t segments_entry(void* d_temp, std::size_t& temp_bytes, const T* d_in,
 template <class R, class T, class Op>
 void axis_blocking(cudaStream_t stream, const T* d_in, typename R::Out* d_out, const Axis& axis, Op op,
                    const Options& opt) {
-  engine::run_blocking_void(stream, "fastreduce::reduce_axis", [&](void* temp, std::size_t& bytes, const char** message) {
-    return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, R{op}, stream, opt, message);
-  });
+  engine::run_blocking_void(stream, "fastreduce::reduce_axis", opt,
+                            [&](void* temp, std::size_t& bytes, const Options& o, const char** message) {
+                              return engine::reduce_axis_async_impl<R>(temp, bytes, {d_in}, d_out, axis, R{op}, stream,
+                                                                       o, message);
+                            });
 }
 
 template <class T, class Op>

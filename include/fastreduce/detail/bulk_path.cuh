@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(Threads) bulk_reduce_kernel(BulkArgs<R> args, 
   Acc acc = r.value(st[0]);
 #pragma unroll
   for (unsigned f = 1; f < F; ++f) acc = r.combine(acc, r.value(st[f]));
-  primitives::store_block_result<Threads>(acc, r, storage, args.partials, args.out);
+  primitives::store_block_result<Threads, false>(acc, r, storage, args.partials, args.out, nullptr);
 #endif
 }
 

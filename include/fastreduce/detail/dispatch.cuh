@@ -103,7 +103,14 @@ struct Kernels {
   static constexpr auto one_block = fast_reduce_kernel<kOneBlock.threads, kOneBlock.unroll, kLoadHint, V, R>;
   static constexpr auto small = fast_reduce_kernel<small_policy.threads, small_policy.unroll, kLoadHint, V, R>;
   static constexpr auto large = fast_reduce_kernel<large_policy.threads, large_policy.unroll, kLoadHint, V, R>;
-  static constexpr auto combine = primitives::combine_partials_kernel<kCombineThreads, R>;
+  // The same, finishing in the grid's last block (Options::finish_counter).
+  static constexpr auto small_self = fast_reduce_kernel<small_policy.threads, small_policy.unroll, kLoadHint, V, R, true>;
+  static constexpr auto large_self = fast_reduce_kernel<large_policy.threads, large_policy.unroll, kLoadHint, V, R, true>;
+  // The combine kernel of each multi-block path: as many threads as its main kernel's blocks,
+  // so that a grid's last block, combining the partials itself, runs the same instructions.
+  static constexpr auto combine_small = primitives::combine_partials_kernel<small_policy.threads, R>;
+  static constexpr auto combine_large = primitives::combine_partials_kernel<large_policy.threads, R>;
+  static constexpr auto combine_bulk = primitives::combine_partials_kernel<kBulk.threads, R>;
   // Bulk copies stream one input of 4- or 8-byte elements.
   static constexpr bool bulk_ok = !two_inputs_v<R> && sizeof(T) >= 4 && V * sizeof(T) == 16;
   static constexpr auto bulk() {
@@ -130,6 +137,7 @@ struct Launch {
   bool exact = false;  // the reproducible sum's kernels with Mode::Exact's lanes
   OrderedPlan ordered{};
   bool vectors = true;  // the kernels with a vector of V > 1 elements (else single elements)
+  unsigned* counter = nullptr;  // Options::finish_counter where the route finishes in its last block
 };
 
 // Whether the inputs can be read by vectors: one input always (its head is peeled); two when
@@ -298,20 +306,24 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
 
   return with_vector_width<R>(out.vectors, [&]<unsigned V>() -> cudaError_t {
     using K = Kernels<R, V>;
-    // A grid of more than one block leaves its partials to the combine kernel.
+    // A grid of more than one block leaves its partials to the combine kernel of `combine_threads`
+    // threads, or (`self_finish`: Options::finish_counter given) to its own last block.
     auto route_with_combine = [&](Path path, unsigned grid, unsigned threads, std::size_t temp_bytes, std::size_t depth,
-                                  auto combine_kernel) -> cudaError_t {
+                                  auto combine_kernel, auto combine_threads, bool self_finish) -> cudaError_t {
       bool dependent = false;
-      if (grid > 1) {
+      if (grid > 1 && !self_finish) {
         KernelFacts combine{};
-        if (cudaError_t e = kernel_facts<decltype(combine_kernel)::value, kCombineThreads>(device, combine); e != cudaSuccess) {
+        if (cudaError_t e = kernel_facts<decltype(combine_kernel)::value, decltype(combine_threads)::value>(device, combine);
+            e != cudaSuccess) {
           return fail(e, "no kernel image for this GPU (combine)");
         }
         dependent = dependent_possible && combine.ptx_version >= 90;
       }
-      out.route = make_route(path, grid, threads, temp_bytes, depth, dependent);
+      out.route = make_route(path, grid, threads, temp_bytes, depth, dependent, self_finish);
+      out.counter = out.route.last_block_combines ? opt.finish_counter : nullptr;
       return cudaSuccess;
     };
+    auto constant = []<auto Value>() { return std::integral_constant<decltype(Value), Value>{}; };
     if constexpr (!R::commutative) {
       static_assert(!two_inputs_v<R>, "a reduction of two inputs needs a commutative op");
       KernelFacts main{};
@@ -320,12 +332,15 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       }
       out.ordered = plan_ordered(n, V, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks);
       return route_with_combine(Path::Ordered, out.ordered.grid, kOrderedThreads, out.ordered.temp_bytes, 0,
-                                std::integral_constant<decltype(K::ordered_combine()), K::ordered_combine()>{});
+                                constant.template operator()<K::ordered_combine()>(),
+                                constant.template operator()<kOrderedThreads>(), false);
     } else {
-      constexpr auto kCombine = std::integral_constant<decltype(K::combine), K::combine>{};
       const std::size_t bytes = n * kRead;
       ArchPolicy arch = policy_for(major);
       arch.one_block_max_bytes /= one_block_divisor<R>(major);
+      // Options::finish_counter: the last block combines where one launch saves time (ArchPolicy;
+      // the load paths, below the bulk copies' sizes).
+      const bool wants_self_finish = opt.finish_counter != nullptr && bytes <= arch.self_finish_max_bytes;
       bool bulk_runs = false;
       KernelFacts bulk{};
       if constexpr (K::bulk_ok) {
@@ -340,7 +355,9 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       if (path == Path::Bulk) {
         out.bulk = plan_bulk(n, sizeof(T), address, sizeof(P), kBulk.stage_bytes, sms, bulk.blocks_per_sm, opt.max_blocks);
         return route_with_combine(path, out.bulk.grid, kBulk.threads, out.bulk.temp_bytes,
-                                  bulk_depth(out.bulk, n, kBulk, primitives::kVecDepth<T>), kCombine);
+                                  bulk_depth(out.bulk, n, kBulk, primitives::kVecDepth<T>),
+                                  constant.template operator()<K::combine_bulk>(),
+                                  constant.template operator()<kBulk.threads>(), false);
       }
       KernelFacts main{};
       cudaError_t status = cudaSuccess;
@@ -358,9 +375,25 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
         status = kernel_facts<K::large, K::large_policy.threads>(device, main);
       }
       if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (load path)");
+      // The grid follows the combine kernel's route (its occupancy), so that both routes have the
+      // same grid, hence the same bits; the finishing kernel is only asked whether it can run.
       out.fast = plan_fast(n, sizeof(T), address, sizeof(P), policy, sms, main.blocks_per_sm, cap, V, kRead);
-      return route_with_combine(path, out.fast.grid, policy.threads, out.fast.temp_bytes,
-                                fast_depth(out.fast, policy.threads, primitives::kVecDepth<T>), kCombine);
+      const bool self_finish = wants_self_finish && path != Path::OneBlock && out.fast.grid > 1;
+      if (self_finish) {
+        KernelFacts finishing{};
+        status = path == Path::Small ? kernel_facts<K::small_self, K::small_policy.threads>(device, finishing)
+                                     : kernel_facts<K::large_self, K::large_policy.threads>(device, finishing);
+        if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (load path, last-block finish)");
+      }
+      const std::size_t depth = fast_depth(out.fast, policy.threads, primitives::kVecDepth<T>);
+      if (path == Path::Large) {
+        return route_with_combine(path, out.fast.grid, policy.threads, out.fast.temp_bytes, depth,
+                                  constant.template operator()<K::combine_large>(),
+                                  constant.template operator()<K::large_policy.threads>(), self_finish);
+      }
+      return route_with_combine(path, out.fast.grid, policy.threads, out.fast.temp_bytes, depth,  // one block: no combine
+                                constant.template operator()<K::combine_small>(),
+                                constant.template operator()<K::small_policy.threads>(), self_finish);
     }
   });
 }
@@ -446,13 +479,17 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
         }
       } else {
         const FastPlan& f = plan.fast;
-        FastArgs<R> args{in, n, f.head, f.vectors, f.share, partials, d_out};
-        const auto kernel = r.path == Path::OneBlock ? K::one_block : r.path == Path::Small ? K::small : K::large;
+        FastArgs<R> args{in, n, f.head, f.vectors, f.share, partials, d_out, plan.counter};
+        const auto kernel = r.path == Path::OneBlock ? K::one_block
+                            : r.last_block_combines ? (r.path == Path::Small ? K::small_self : K::large_self)
+                            : r.path == Path::Small ? K::small
+                                                    : K::large;
         status = launch(kernel, r.grid, r.threads, 0, stream, false, args, red);
       }
       if (status == cudaSuccess && r.combine_kernel) {
-        status = launch(K::combine, 1, kCombineThreads, 0, stream, r.dependent_launch, static_cast<const P*>(partials),
-                        r.grid, d_out, red);
+        const auto combine = r.path == Path::Bulk ? K::combine_bulk : r.path == Path::Large ? K::combine_large : K::combine_small;
+        status = launch(combine, 1, r.threads, 0, stream, r.dependent_launch, static_cast<const P*>(partials), r.grid,
+                        d_out, red);
       }
       return status;
     }
@@ -497,6 +534,18 @@ ArgumentError validate_reduction(const inputs_t<R>& in, const void* d_out, const
   return error;
 }
 
+// Options::finish_counter, where given: a 4-byte aligned word the device can use.
+inline ArgumentError validate_counter(const Options& opt) {
+  if (opt.finish_counter == nullptr) return {};
+  if (reinterpret_cast<std::uintptr_t>(opt.finish_counter) % alignof(unsigned) != 0) {
+    return {cudaErrorMisalignedAddress, "Options::finish_counter is not 4-byte aligned"};
+  }
+  if (primitives::check_device_pointer(opt.finish_counter) != cudaSuccess) {
+    return {cudaErrorInvalidDevicePointer, "Options::finish_counter is host memory the device cannot use"};
+  }
+  return {};
+}
+
 // The body of every 1-D reduce_async; `message`, when given, receives the text of an error.
 template <class R>
 cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in, typename R::Out* d_out,
@@ -512,7 +561,8 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const input
   if constexpr (kScalarVariant<R>) {
     if (cudaError_t e = temp_bytes_for<R>(n, in, opt, device, needed, message); e != cudaSuccess) return e;
   }
-  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, n, temp_bytes, needed);
+  ArgumentError error = validate_reduction<R>(in, d_out, d_temp, n, temp_bytes, needed);
+  if (error.code == cudaSuccess) error = validate_counter(opt);
   if (message != nullptr) *message = error.message;
   if (error.code != cudaSuccess) return error.code;
   const cudaError_t launched = launch_planned<R>(plan, d_temp, in, d_out, n, red, stream);
@@ -520,27 +570,30 @@ cudaError_t reduce_async_impl(void* d_temp, std::size_t& temp_bytes, const input
   return launched;
 }
 
-// The blocking form of an _async entry point: enqueue(temp, temp_bytes, slot, message) with the
-// cached temporary storage of `stream` (detail/temp_cache.hpp) and a device slot of result_bytes
-// for the result, which is copied to `result` (result_bytes 0: the call writes the caller's device
-// memory); then a wait for the stream. fastreduce::Error names `what` and the argument or call
-// that failed.
+// The blocking form of an _async entry point: enqueue(temp, temp_bytes, slot, options, message)
+// with the cached temporary storage of `stream` (detail/temp_cache.hpp), a device slot of
+// result_bytes for the result, which is copied to `result` (result_bytes 0: the call writes the
+// caller's device memory), and `opt` with the storage's finish counter (unless opt names one);
+// then a wait for the stream. fastreduce::Error names `what` and the argument or call that failed.
 template <class Enqueue>
-void run_blocking_into(cudaStream_t stream, const char* what, void* result, std::size_t result_bytes,
-                       const Enqueue& enqueue) {
+void run_blocking_into(cudaStream_t stream, const char* what, const Options& opt, void* result,
+                       std::size_t result_bytes, const Enqueue& enqueue) {
   std::size_t temp_bytes = 0;
   const char* message = nullptr;
   auto fail = [&](cudaError_t status, const char* step) {
     throw Error(status, std::string(what) + ": " + step + ": " + (message != nullptr ? message : cudaGetErrorString(status)));
   };
-  if (cudaError_t e = enqueue(static_cast<void*>(nullptr), temp_bytes, static_cast<void*>(nullptr), &message);
+  if (cudaError_t e = enqueue(static_cast<void*>(nullptr), temp_bytes, static_cast<void*>(nullptr), opt, &message);
       e != cudaSuccess) {
     fail(e, "size query");
   }
   CachedTemp cached{};
   check(acquire_cached_temp(stream, temp_bytes, result_bytes, cached), (std::string(what) + ": temporary storage").c_str());
   message = nullptr;
-  if (cudaError_t e = enqueue(cached.temp, cached.temp_bytes, cached.result_slot, &message); e != cudaSuccess) {
+  Options with_counter = opt;
+  if (with_counter.finish_counter == nullptr) with_counter.finish_counter = cached.counter;
+  if (cudaError_t e = enqueue(cached.temp, cached.temp_bytes, cached.result_slot, with_counter, &message);
+      e != cudaSuccess) {
     fail(e, "call");
   }
   if (result_bytes > 0) {
@@ -550,23 +603,24 @@ void run_blocking_into(cudaStream_t stream, const char* what, void* result, std:
   check(cudaStreamSynchronize(stream), (std::string(what) + ": kernel").c_str());
 }
 
-// A result of type O: enqueue(temp, temp_bytes, O* d_out, message).
+// A result of type O: enqueue(temp, temp_bytes, O* d_out, options, message).
 template <class O, class Enqueue>
-O run_blocking(cudaStream_t stream, const char* what, const Enqueue& enqueue) {
+O run_blocking(cudaStream_t stream, const char* what, const Options& opt, const Enqueue& enqueue) {
   O result{};
-  run_blocking_into(stream, what, &result, sizeof(O),
-                    [&](void* temp, std::size_t& bytes, void* slot, const char** message) {
-                      return enqueue(temp, bytes, static_cast<O*>(slot), message);
+  run_blocking_into(stream, what, opt, &result, sizeof(O),
+                    [&](void* temp, std::size_t& bytes, void* slot, const Options& o, const char** message) {
+                      return enqueue(temp, bytes, static_cast<O*>(slot), o, message);
                     });
   return result;
 }
 
-// Results in the caller's device memory: enqueue(temp, temp_bytes, message).
+// Results in the caller's device memory: enqueue(temp, temp_bytes, options, message).
 template <class Enqueue>
-void run_blocking_void(cudaStream_t stream, const char* what, const Enqueue& enqueue) {
-  run_blocking_into(stream, what, nullptr, 0, [&](void* temp, std::size_t& bytes, void*, const char** message) {
-    return enqueue(temp, bytes, message);
-  });
+void run_blocking_void(cudaStream_t stream, const char* what, const Options& opt, const Enqueue& enqueue) {
+  run_blocking_into(stream, what, opt, nullptr, 0,
+                    [&](void* temp, std::size_t& bytes, void*, const Options& o, const char** message) {
+                      return enqueue(temp, bytes, o, message);
+                    });
 }
 
 // What reduce_async would launch for these arguments on the current device (tests and tools).
@@ -616,11 +670,11 @@ cudaError_t reduce_async(void* d_temp, std::size_t& temp_bytes, const T* d_in, a
 template <class T, class Op>
 acc_t<T, Op> reduce(cudaStream_t stream, const T* d_in, std::size_t n, Op op, const Options& opt) {
   using R = engine::builtin_t<T, Op>;
-  return engine::run_blocking<acc_t<T, Op>>(stream, "fastreduce::reduce",
-                                            [&](void* temp, std::size_t& bytes, acc_t<T, Op>* out, const char** message) {
-                                              return engine::reduce_async_impl<R>(temp, bytes, {d_in}, out, n, R{op},
-                                                                                  stream, opt, message);
-                                            });
+  return engine::run_blocking<acc_t<T, Op>>(
+      stream, "fastreduce::reduce", opt,
+      [&](void* temp, std::size_t& bytes, acc_t<T, Op>* out, const Options& o, const char** message) {
+        return engine::reduce_async_impl<R>(temp, bytes, {d_in}, out, n, R{op}, stream, o, message);
+      });
 }
 
 template <class T, class Op>

@@ -4,9 +4,9 @@
 // of them in flight per thread (each into the thread's state number u % folds, so that a large
 // state's update does not wait for the previous one's); block 0 also takes the few elements
 // before the first aligned address and after the last whole vector. A grid of one block writes
-// the result; a larger grid stores one partial per block for primitives::combine_partials_kernel
-// (no block waits for another: see grid_finish.cuh). No atomics: for a given grid the combine
-// order is fixed, so results are bitwise repeatable.
+// the result; a larger grid stores one partial per block for primitives::combine_partials_kernel,
+// or its last block combines them (no block waits for another: see grid_finish.cuh). For a given
+// grid the combine order is fixed either way, so results are bitwise repeatable.
 #pragma once
 
 #include "fastreduce/detail/block_reduce.cuh"
@@ -27,9 +27,11 @@ struct FastArgs {
   std::size_t share;      // vectors per block (a multiple of the block size)
   typename R::Partial* partials;  // one per block; unused with a single block
   typename R::Out* out;
+  unsigned* counter;              // the SelfFinish kernels: the grid's finish counter (grid_finish.cuh)
 };
 
-template <unsigned Threads, unsigned Unroll, LoadHint Hint, unsigned V, class R>
+// SelfFinish: the grid's last block combines the partials (args.counter; grid_finish.cuh).
+template <unsigned Threads, unsigned Unroll, LoadHint Hint, unsigned V, class R, bool SelfFinish = false>
 __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<R> args, R red) {
   using State = typename R::State;
   using Acc = typename R::Acc;
@@ -70,7 +72,7 @@ __global__ void __launch_bounds__(Threads) fast_reduce_kernel(FastArgs<R> args, 
   Acc acc = r.value(s[0]);
 #pragma unroll
   for (unsigned f = 1; f < F; ++f) acc = r.combine(acc, r.value(s[f]));
-  primitives::store_block_result<Threads>(acc, r, storage, args.partials, args.out);
+  primitives::store_block_result<Threads, SelfFinish>(acc, r, storage, args.partials, args.out, args.counter);
 }
 
 }  // namespace fastreduce::engine

@@ -62,33 +62,64 @@ __device__ __forceinline__ A load_from_l2(const A* p) {
   }
 }
 
-// The end of a main kernel: the block's threads reduce their values `acc` (of reduction r's unit
-// `unit`); a grid of one block writes the result, a larger grid stores the block's partial for
-// combine_partials_kernel.
+// One block of Threads threads: out = project(partials[0] merge partials[1] merge ...) in a fixed
+// order (thread t takes t, t + Threads, ...; then the block reduction), so the result is bitwise
+// repeatable for a given count. Shared by the combine kernel and a main grid's last block (below),
+// and compiled once (not inlined) so that both run the same instructions: the same bits either way.
 template <unsigned Threads, class R>
+__device__ __noinline__ void combine_partials(const typename R::Partial* partials, unsigned count,
+                                              typename R::Out* out, const R& r) {
+  using P = typename R::Partial;
+  __shared__ BlockReduceStorage<P, Threads> storage;
+  P acc = r.partial_identity();
+  for (unsigned b = threadIdx.x; b < count; b += Threads) acc = r.merge(acc, load_from_l2(partials + b));  // other blocks wrote them
+  const P total = block_reduce<Threads>(acc, engine::merger_of(r), storage, r.partial_identity());
+  if (threadIdx.x == 0) engine::write_result(r, out, 0, total);
+}
+
+// The end of a main kernel: the block's threads reduce their values `acc` (of reduction r's unit
+// `unit`); a grid of one block writes the result, a larger grid stores the block's partial. Then
+// either combine_partials_kernel runs after the grid, or (SelfFinish) the grid finishes itself:
+// each block counts itself on `counter` (a word that holds 0 before the grid starts), and the
+// last one to arrive combines every partial and leaves the word 0 again (atomicInc wraps it), one
+// launch in all. The last block waits for no one: the others have stored their partials and are
+// done, so this holds whatever else runs on the GPU. Only the SelfFinish kernels carry the
+// combine's code: linked into every kernel, it raised the registers of the heavier ones (the
+// moments' from 32-36 to 40) and cost them resident blocks.
+template <unsigned Threads, bool SelfFinish, class R>
 __device__ __forceinline__ void store_block_result(const typename R::Acc& acc, const R& unit,
                                                    BlockReduceStorage<typename R::Acc, Threads>& storage,
-                                                   typename R::Partial* partials, typename R::Out* out) {
+                                                   typename R::Partial* partials, typename R::Out* out,
+                                                   unsigned* counter) {
   const typename R::Acc block_total = block_reduce<Threads>(acc, engine::combiner_of(unit), storage, unit.identity());
-  if (threadIdx.x == 0) {
-    if (gridDim.x == 1) engine::write_result(unit, out, 0, unit.partial(block_total));
-    else partials[blockIdx.x] = unit.partial(block_total);
+  if constexpr (!SelfFinish) {
+    if (threadIdx.x == 0) {
+      if (gridDim.x == 1) engine::write_result(unit, out, 0, unit.partial(block_total));
+      else partials[blockIdx.x] = unit.partial(block_total);
+    }
+  } else {
+    if (gridDim.x == 1) {
+      if (threadIdx.x == 0) engine::write_result(unit, out, 0, unit.partial(block_total));
+      return;
+    }
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+      partials[blockIdx.x] = unit.partial(block_total);
+      __threadfence();  // the partial is visible to the whole GPU before the block is counted
+      last = atomicInc(counter, gridDim.x - 1) == gridDim.x - 1;
+      if (last) __threadfence();  // ... and every counted block's partial is visible here
+    }
+    __syncthreads();
+    if (last) combine_partials<Threads>(partials, gridDim.x, out, unit);
   }
 }
 
-// One block of Threads threads: out = project(partials[0] merge partials[1] merge ...) in a fixed
-// order (thread t takes t, t + Threads, ...; then the block reduction), so the result is bitwise
-// repeatable for a given count.
+// The combine kernel of a grid's partials (combine_partials above), launched after the main grid.
 template <unsigned Threads, class R>
 __global__ void __launch_bounds__(Threads) combine_partials_kernel(const typename R::Partial* partials, unsigned count,
                                                                    typename R::Out* out, R r) {
-  using P = typename R::Partial;
-  __shared__ BlockReduceStorage<P, Threads> storage;
   wait_for_prior_grid();
-  P acc = r.partial_identity();
-  for (unsigned b = threadIdx.x; b < count; b += Threads) acc = r.merge(acc, load_from_l2(partials + b));  // written by the main grid
-  const P total = block_reduce<Threads>(acc, engine::merger_of(r), storage, r.partial_identity());
-  if (threadIdx.x == 0) engine::write_result(r, out, 0, total);
+  combine_partials<Threads>(partials, count, out, r);
 }
 
 }  // namespace fastreduce::primitives

@@ -86,19 +86,22 @@ struct Route {
   unsigned threads = 0;            // threads per block of the main kernel
   bool combine_kernel = false;     // a one-block kernel after it combines the blocks' partials
   bool dependent_launch = false;   // ... launched with programmatic dependent launch (sm_90)
+  bool last_block_combines = false;  // the grid's last block combines them (Options::finish_counter): one launch
   std::size_t temp_bytes = 0;
   std::size_t depth = 0;           // fast floating-point sums: the summation tree's depth (above)
 };
 
 // The route of a main grid of `grid` blocks: more than one leaves partials for a combine kernel,
-// which takes programmatic dependent launch where `dependent_ok` (sm_90 code on an sm_90 GPU).
+// which takes programmatic dependent launch where `dependent_ok` (sm_90 code on an sm_90 GPU), or
+// where `self_finish` for the grid's last block.
 inline Route make_route(Path path, unsigned grid, unsigned threads, std::size_t temp_bytes, std::size_t depth,
-                        bool dependent_ok) {
+                        bool dependent_ok, bool self_finish = false) {
   return {.path = path,
           .grid = grid,
           .threads = threads,
-          .combine_kernel = grid > 1,
-          .dependent_launch = grid > 1 && dependent_ok,
+          .combine_kernel = grid > 1 && !self_finish,
+          .dependent_launch = grid > 1 && !self_finish && dependent_ok,
+          .last_block_combines = grid > 1 && self_finish,
           .temp_bytes = temp_bytes,
           .depth = depth};
 }

@@ -37,7 +37,6 @@ inline constexpr FastPolicy kOneBlock{.threads = 1024, .unroll = 4, .vectors_per
 inline constexpr FastPolicy kSmall{.threads = 512, .unroll = 4, .vectors_per_block = 2048};
 inline constexpr FastPolicy kLarge{.threads = 1024, .unroll = 4, .vectors_per_block = 1024};
 inline constexpr BulkPolicy kBulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
-inline constexpr unsigned kCombineThreads = 256;  // the one-block kernel that combines a grid's partials
 
 // Reductions whose thread state is large (an arg-extreme keeps its best element and its best
 // vector; the moments three sums): blocks of 256 threads, so that registers leave room for four
@@ -59,6 +58,7 @@ struct ArchPolicy {
   std::size_t one_block_max_bytes;  // up to this: kOneBlock
   std::size_t small_max_bytes;      // up to this: kSmall, then kLarge
   std::size_t bulk_min_bytes;       // from this: kBulk, for 4- and 8-byte types; 0: never
+  std::size_t self_finish_max_bytes;  // up to this, a grid given Options::finish_counter finishes in its last block
 };
 
 // Hopper (sm_90). H100, 2026-11-23, float sum, back to back against two kernels (the partials
@@ -66,19 +66,27 @@ struct ArchPolicy {
 // (scripts/probe/finish_variants.cu one-block, docs/results/finish_variants_one-block_H100_2026-11-23.txt):
 // one block 4.3 us at 2^16 floats against 5.6 us, but 6.3 us at 2^17 against 5.5 us: one block
 // up to 256 KB. Small blocks up to 4 MB, bulk copies from 128 MB (see the shapes above).
+// Grids that finish in their last block (one launch) up to 8 MB: back to back on an H100
+// (2026-11-27, `bench --finish-counter`, docs/results/finish_counter_H100_2026-11-27.txt) 4.9 against
+// 8.4 us at 2^18 floats, 6.2 against 8.8 at 2^20 and 7.9 against 8.9 at 2^21 (host-bound: one
+// launch instead of two), but 10.5 against 10.1 us at 2^22 and 0.1-0.4 us more up to 64 MB for
+// every type (GPU-bound: the last block's count and combine against the combine kernel prepared
+// during the grid by programmatic dependent launch).
 inline constexpr ArchPolicy kSm90{
     .one_block_max_bytes = std::size_t(256) << 10,
     .small_max_bytes = std::size_t(4) << 20,
     .bulk_min_bytes = std::size_t(128) << 20,
+    .self_finish_max_bytes = std::size_t(8) << 20,
 };
 
 // Every other architecture: not measured. The same shapes, one block only up to 64 KB (where one
-// block beat several on an H100 when there was no second launch to save), and no bulk copies
-// (sm_90 instructions).
+// block beat several on an H100 when there was no second launch to save), no bulk copies (sm_90
+// instructions), and grids finishing in their last block over the small blocks' sizes only.
 inline constexpr ArchPolicy kGeneric{
     .one_block_max_bytes = std::size_t(64) << 10,
     .small_max_bytes = std::size_t(4) << 20,
     .bulk_min_bytes = 0,
+    .self_finish_max_bytes = std::size_t(4) << 20,
 };
 
 inline constexpr const ArchPolicy& policy_for(int compute_major) { return compute_major >= 9 ? kSm90 : kGeneric; }
