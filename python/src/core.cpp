@@ -48,8 +48,8 @@ namespace {
 using namespace fastreduce_python;
 
 // Temporary storage per (device, stream) of eager calls: grown with stream-ordered allocations,
-// never shrunk; the finish counter in its first kAlign bytes. Captured work never uses it (a graph replayed later, on any stream, would share it
-// with the eager calls of the moment).
+// never shrunk; the finish counter in its first kAlign bytes. Captured work never uses it (a graph
+// replayed later, on any stream, would share it with the eager calls of the moment).
 struct Temp {
   void* data = nullptr;
   std::size_t bytes = 0;
@@ -116,13 +116,16 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
     t = &registry()[TempKey{device, reinterpret_cast<std::uintptr_t>(stream), thread}];
   }
   std::lock_guard<std::mutex> lock(t->mutex);
-  // One planning pass when the storage suffices (most calls): the engine checks the size itself and
-  // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
-  auto* counter = static_cast<unsigned*>(t->data);
-  if (t->data != nullptr && t->bytes >= kAlign + head + kAlign) {
+  // The cached buffer: the finish counter, then the op's own bytes, then the engine's.
+  auto enqueue_cached = [&]() {
     char* base = static_cast<char*>(t->data) + kAlign;
     std::size_t have = t->bytes - kAlign - head;
-    const cudaError_t first = enqueue(base, base + head, have, counter, &message);
+    return enqueue(base, base + head, have, static_cast<unsigned*>(t->data), &message);
+  };
+  // One planning pass when the storage suffices (most calls): the engine checks the size itself and
+  // says cudaErrorInvalidValue, before enqueuing anything, when it does not.
+  if (t->data != nullptr && t->bytes >= kAlign + head + kAlign) {
+    const cudaError_t first = enqueue_cached();
     if (first != cudaErrorInvalidValue) {
       check(first, "reduce", message);
       return 0;
@@ -145,10 +148,7 @@ std::size_t execute(int device, cudaStream_t stream, std::size_t extra, std::uin
     t->data = fresh;
     t->bytes = grown;
   }
-  counter = static_cast<unsigned*>(t->data);
-  char* base = static_cast<char*>(t->data) + kAlign;
-  std::size_t have = t->bytes - kAlign - head;
-  check(enqueue(base, base + head, have, counter, &message), "reduce", message);
+  check(enqueue_cached(), "reduce", message);
   return 0;
 }
 

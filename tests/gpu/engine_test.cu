@@ -33,14 +33,6 @@ constexpr double epsilon_of() {
 // A kernel of this test binary: compiled for the same architectures as the library.
 __global__ void compiled_arch_probe() {}
 
-// The current device's compute capability major version.
-int device_major() {
-  int device = 0, major = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  return major;
-}
-
 // The library's code was compiled for sm_90 or later and runs on such a device: the Hopper paths
 // (bulk copies, programmatic dependent launch) are expected.
 bool hopper_code_runs() {
@@ -48,8 +40,6 @@ bool hopper_code_runs() {
   return cudaFuncGetAttributes(&attributes, compiled_arch_probe) == cudaSuccess && attributes.ptxVersion >= 90 &&
          device_major() >= 9;
 }
-
-const eng::ArchPolicy& device_policy() { return eng::policy_for(device_major()); }
 
 // Runs reduce_async with temp storage sized by the query; returns the result.
 template <class T, class Op>

@@ -493,11 +493,8 @@ void expect_counter_bits(const T* x, const T* y, std::size_t n, const Op& op, un
   in.x = x;
   if constexpr (fr::header_op2<T, T, Op>) in.y = y;
   ASSERT_EQ(fr::engine::describe_reduction<R>(in, n, counted, route), cudaSuccess);
-  int device = 0, major = 0;
-  CUDA_OK(cudaGetDevice(&device));
-  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   const std::size_t read = sizeof(T) * (fr::header_op2<T, T, Op> ? 2 : 1);
-  const bool self = n * read <= fr::engine::policy_for(major).self_finish_max_bytes;  // (n: several blocks)
+  const bool self = n * read <= device_policy().self_finish_max_bytes;  // (n: several blocks)
   EXPECT_EQ(route.last_block_combines, self) << what << " n=" << n;
   EXPECT_EQ(route.combine_kernel, !self) << what;
   DeviceBuffer<O> out(2);
@@ -548,10 +545,7 @@ TEST(Family, FinishCounterKeepsTheBits) {
 TEST(Family, ArgMaxLeavesOneBlockEarlier) {
   FASTREDUCE_REQUIRE_GPU();
   using R = fr::engine::ArgReduction<float, fr::ArgMax>;
-  int device = 0, major = 0;
-  CUDA_OK(cudaGetDevice(&device));
-  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  const fr::engine::ArchPolicy& arch = fr::engine::policy_for(major);
+  const fr::engine::ArchPolicy& arch = device_policy();
   const std::size_t limit = arch.one_block_max_bytes / 2 / sizeof(float);
   std::mt19937_64 rng(test_seed());
   const auto h = fresh_values<float>(limit + 64, rng, true);

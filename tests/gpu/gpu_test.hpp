@@ -16,6 +16,7 @@
 #include "data.hpp"
 #include "device_memory.hpp"
 #include "fastreduce/detail/describe.hpp"
+#include "fastreduce/detail/policy.hpp"
 #include "fastreduce/fastreduce.cuh"
 
 namespace fastreduce::testing {
@@ -108,6 +109,17 @@ template <class T>
 bool same_bits(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
+
+// The current device's compute capability major version.
+inline int device_major() {
+  int device = 0, major = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  return major;
+}
+
+// The engine's tuning for the current device (where its paths change).
+inline const engine::ArchPolicy& device_policy() { return engine::policy_for(device_major()); }
 
 // The path reduce_async takes for these arguments (engine::describe_launch).
 template <class T, class Op = Sum>

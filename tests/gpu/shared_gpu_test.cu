@@ -113,10 +113,7 @@ void reduce_while_held(unsigned held) {
     CUDA_OK(cudaStreamSynchronize(stream));
     EXPECT_EQ(static_cast<long double>(read_back(out.get())), fr::reference::compensated_sum(host.data(), c.n)) << what;
     if (c.counter) {
-      int device = 0, major = 0;
-      CUDA_OK(cudaGetDevice(&device));
-      CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-      EXPECT_EQ(route.last_block_combines, c.n * sizeof(T) <= eng::policy_for(major).self_finish_max_bytes) << what;
+      EXPECT_EQ(route.last_block_combines, c.n * sizeof(T) <= device_policy().self_finish_max_bytes) << what;
       EXPECT_EQ(read_back(counter.get()), 0u) << what;
     }
     std::printf("  %s: finished in %.3f ms\n", what.c_str(), ms);
