@@ -5,9 +5,9 @@ installed) cuda.compute.reduce_into.
 Each row reduces one CUDA tensor (torch.rand, float32 or bfloat16): all of it ("full", sizes 2^10
 to 2^--max-log2 every 2 powers) or along dim -1 of a (4096, n/4096) matrix ("dim", n = 2^20, 2^24,
 2^28). A call's time is the wall time of a loop of back-to-back calls (synchronised once at the
-end) divided by the calls, the median of several loops: what a Python program pays per call,
-host overhead included. "engine" calls the compiled module directly with a preallocated output:
-the engine's time without the Python layer. Every result is checked against torch in float64
+end) divided by the calls, the median of nine loops, the loops of a row's methods interleaved:
+what a Python program pays per call, host overhead included. "engine" calls the compiled module
+directly with a preallocated output: the engine's time without the Python layer. Every result is checked against torch in float64
 (argmax: the same index, or an equal value at it); the exit status is 1 if any row disagrees.
 
     python -m fastreduce.bench --csv out.csv --plot out.png
@@ -27,26 +27,37 @@ DTYPES = ("float32", "bfloat16")
 ROWS = 4096  # the rows of the matrices reduced along dim -1
 
 
-def _time_per_call(fn, sync, budget_s=0.05, repeats=7):
+def _loop_calls(fn, sync, budget_s):
+    """How many back-to-back calls of fn take about budget_s (fn warmed first)."""
     fn()
     sync()
     calls, elapsed = 1, 0.0
-    while elapsed < budget_s / 4 and calls < 1 << 20:  # size the loop to about budget_s
+    while elapsed < budget_s / 4 and calls < 1 << 20:
         calls *= 2
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         sync()
         elapsed = time.perf_counter() - t0
-    calls = max(1, int(calls * budget_s / max(elapsed, 1e-9)))
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(samples)
+    return max(1, int(calls * budget_s / max(elapsed, 1e-9)))
+
+
+def _time_per_call(methods, sync, budget_s=0.05, repeats=9):
+    """Each method's time per call (us): the median of `repeats` loops. The loops of the methods are
+    interleaved, in an order rotated every round, so that a drift of the host's speed during a row
+    reaches every method alike."""
+    names = list(methods)
+    calls = {m: _loop_calls(methods[m], sync, budget_s) for m in names}
+    samples = {m: [] for m in names}
+    for r in range(repeats):
+        for m in names[r % len(names):] + names[:r % len(names)]:
+            fn, k = methods[m], calls[m]
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            sync()
+            samples[m].append((time.perf_counter() - t0) / k * 1e6)
+    return {m: statistics.median(samples[m]) for m in names}
 
 
 def _list(choices, what):
@@ -150,7 +161,7 @@ def main(argv=None):
                                                                         h_init)
                         except Exception as e:  # an API this script does not know
                             print(f"fastreduce.bench: cuda.compute skipped ({e})", file=sys.stderr)
-                times = {m: _time_per_call(f, sync) for m, f in methods.items()}
+                times = _time_per_call(methods, sync)
                 row["fastreduce us"] = round(times["fastreduce"], 3)
                 row["torch us"] = round(times["torch"], 3)
                 row["fastreduce/torch"] = round(times["fastreduce"] / times["torch"], 3)

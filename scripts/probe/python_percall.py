@@ -3,7 +3,7 @@ host, through both planned paths of one install: "c", the plan found and run in 
 (fastreduce._torch_core, results from torch's allocator), and "py", the Python path (the same
 plans made without it), alternated
 in one process as the host's speed drifts; then the cost of pieces of the Python path. Prints µs
-per call (fastreduce.bench's timing: calls back to back, the median of seven batches).
+per call (fastreduce.bench's timing: calls back to back, the median of nine batches).
 
     python scripts/probe/python_percall.py [--ops sum,amax,argmax,mean,var,norm] [--rounds 2] [--logs 10,16,20]
 """
@@ -13,7 +13,12 @@ import torch
 
 import fastreduce as fr
 from fastreduce import _api
-from fastreduce.bench import _time_per_call
+from fastreduce.bench import _time_per_call as _time_methods
+
+
+def _time_per_call(fn, sync):
+    return _time_methods({"call": fn}, sync)["call"]
+
 
 CALLS = {"sum": (fr.sum, torch.sum, {}), "amax": (fr.amax, torch.amax, {}), "argmax": (fr.argmax, torch.argmax, {}),
          "mean": (fr.mean, torch.mean, {}), "var": (fr.var, torch.var, {}),

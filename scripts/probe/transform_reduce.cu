@@ -4,41 +4,18 @@
 // transform_reduce_probe).
 #include <cub/device/device_reduce.cuh>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdint>
-#include <vector>
 
 #include "fastreduce/fastreduce.cuh"
 #include "fastreduce/reduce.cuh"
+#include "probe_timing.hpp"
 
 namespace {
 
 struct Square {
   __host__ __device__ float operator()(float x) const { return x * x; }
 };
-
-template <class F>
-float time_us(F f, int reps) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  for (int r = 0; r < 7; ++r) {
-    cudaEventRecord(a);
-    for (int i = 0; i < reps; ++i) f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(1000 * ms / reps);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[3];
-}
 
 __global__ void fill(float* d, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
@@ -78,17 +55,17 @@ int main() {
     cudaMalloc(&arg_temp, arg_bytes);
     cudaMalloc(&cub_temp, cub_bytes);
     const int reps = k >= 26 ? 20 : 200;
-    const float sum = time_us([&] { std::size_t b = engine_bytes; fastreduce::reduce_async(engine_temp, b, d, out, n); }, reps);
-    const float tr = time_us([&] {
+    const float sum = probe::median_us([&] { std::size_t b = engine_bytes; fastreduce::reduce_async(engine_temp, b, d, out, n); }, reps);
+    const float tr = probe::median_us([&] {
       std::size_t b = tr_bytes;
       fastreduce::transform_reduce_async(tr_temp, b, d, n, out, fastreduce::Identity{}, fastreduce::Sum{});
     }, reps);
-    const float sq = time_us([&] {
+    const float sq = probe::median_us([&] {
       std::size_t b = tr_bytes;
       fastreduce::transform_reduce_async(tr_temp, b, d, n, out, Square{}, fastreduce::Sum{});
     }, reps);
-    const float arg = time_us([&] { std::size_t b = arg_bytes; fastreduce::argmax_async(arg_temp, b, d, n, ours); }, reps);
-    const float cub = time_us([&] {
+    const float arg = probe::median_us([&] { std::size_t b = arg_bytes; fastreduce::argmax_async(arg_temp, b, d, n, ours); }, reps);
+    const float cub = probe::median_us([&] {
       std::size_t b = cub_bytes;
       cub::DeviceReduce::ArgMax(cub_temp, b, d, cub_max, cub_index, static_cast<std::int64_t>(n));
     }, reps);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -218,6 +219,116 @@ TEST(Moments, MeanOfEveryIntegerTypeAndOfWideInt64) {
     EXPECT_EQ(fr::mean(d.get(), n), want) << "set " << set;
     auto du = to_device(unsigned_host);
     EXPECT_EQ(fr::mean(du.get(), n), want) << "set " << set << " (uint64)";
+  }
+}
+
+namespace {
+// The fast mean's sum of a half type's values as a double: what its kernels divide by the count.
+template <class T>
+struct MeanSumOf : fr::engine::SumMeanReduction<T> {
+  using Out = double;
+  __device__ __forceinline__ MeanSumOf at(const T*) const { return *this; }
+  __host__ __device__ __forceinline__ double project(const fr::engine::SumCount& p) const { return p.sum; }
+};
+
+// R's results over `rows` rows of `length` elements from d (1-D for one row).
+template <class R>
+std::vector<typename R::Out> run_rows(const typename R::Input* d, std::size_t rows, std::size_t length) {
+  const fr::Axis axis{rows, length, 1};
+  std::size_t bytes = 0;
+  EXPECT_EQ(fr::engine::reduce_axis_async_impl<R>(nullptr, bytes, {d}, nullptr, axis, R{}, 0, fr::Options{}),
+            cudaSuccess);
+  DeviceBuffer<unsigned char> temp(std::max<std::size_t>(bytes, 1));
+  DeviceBuffer<typename R::Out> out(rows);
+  out.poison();
+  EXPECT_EQ(fr::engine::reduce_axis_async_impl<R>(temp.get(), bytes, {d}, out.get(), axis, R{}, 0, fr::Options{}),
+            cudaSuccess);
+  return host_copy(out.get(), rows);
+}
+
+// Values +-m 2^(e - P + 1), m of P bits (the type's significand), e from lo to hi: the double sum
+// of up to 2^22 of them is exact, yet two of them may lie hi - lo binades apart, where a float add
+// rounds. `scaled` gets each value times 2^(P - 1 - lo), an integer.
+template <class T>
+std::vector<T> spread_values(std::size_t n, std::mt19937_64& rng, std::vector<std::int64_t>& scaled) {
+  constexpr int P = std::is_same_v<T, __half> ? 11 : 8;
+  constexpr int lo = std::is_same_v<T, __half> ? -8 : -12, hi = std::is_same_v<T, __half> ? 10 : 11;
+  std::vector<T> v(n);
+  scaled.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t m = (std::int64_t(1) << (P - 1)) + static_cast<std::int64_t>(rng() % (1u << (P - 1)));
+    const int e = lo + static_cast<int>(rng() % unsigned(hi - lo + 1));
+    const std::int64_t s = (rng() & 1) ? -(m << (e - lo)) : (m << (e - lo));
+    scaled[i] = s;
+    v[i] = T(static_cast<float>(std::ldexp(static_cast<double>(s), lo - P + 1)));
+  }
+  return v;
+}
+
+template <class T>
+void check_spread_mean(std::size_t n, std::uint64_t seed) {
+  constexpr int P = std::is_same_v<T, __half> ? 11 : 8;
+  constexpr int lo = std::is_same_v<T, __half> ? -8 : -12;
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> scaled;
+  const auto host = spread_values<T>(n + 3, rng, scaled);
+  auto d = to_device(host);
+  for (std::size_t offset : {0u, 1u, 3u}) {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += scaled[offset + i];
+    const double want = std::ldexp(static_cast<double>(total), lo - P + 1);  // exact: below 2^53 units
+    EXPECT_EQ(run_rows<MeanSumOf<T>>(d.get() + offset, 1, n)[0], want) << "n=" << n << " offset=" << offset;
+    if (n == 0) continue;
+    EXPECT_EQ(fr::mean(d.get() + offset, n), static_cast<float>(want / static_cast<double>(n)))
+        << "n=" << n << " offset=" << offset;
+  }
+  // Rows (n split into rows of 1 to 4099 elements: the rows kernels fold the same vectors).
+  for (std::size_t length : {std::size_t(7), std::size_t(64), std::size_t(4099)}) {
+    const std::size_t rows = n / length;
+    if (rows == 0) continue;
+    const auto got = run_rows<MeanSumOf<T>>(d.get(), rows, length);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::int64_t total = 0;
+      for (std::size_t i = 0; i < length; ++i) total += scaled[r * length + i];
+      ASSERT_EQ(got[r], std::ldexp(static_cast<double>(total), lo - P + 1)) << "n=" << n << " row " << r << " of " << length;
+    }
+  }
+}
+}  // namespace
+
+// The half types' fast mean meets a vector's pairs in float where that is exact and in double
+// where it is not: its sum is the double sum's bits on values spread over 19 (half) and 24
+// (bfloat16) binades, whose far pairs round in float, and values near bfloat16's largest, whose
+// float pairs overflow, keep a finite mean.
+TEST(Moments, HalfTypesMeanIsTheDoubleSumOnSpreadValuesAndNearTheLimit) {
+  FASTREDUCE_REQUIRE_GPU();
+  for (std::size_t n : edge_sizes()) {
+    if (n > (std::size_t(1) << 22)) continue;  // exact in double up to 2^22 values
+    check_spread_mean<__half>(n, test_seed() + 21);
+    check_spread_mean<__nv_bfloat16>(n, test_seed() + 22);
+  }
+  const std::size_t n = 4099;
+  const __nv_bfloat16 largest = __ushort_as_bfloat16(0x7F7F);  // 3.39e38
+  std::vector<__nv_bfloat16> big(n + 1, largest);
+  auto d = to_device(big);
+  for (std::size_t offset : {0u, 1u}) {
+    EXPECT_EQ(fr::mean(d.get() + offset, n), static_cast<float>(largest)) << "offset " << offset;
+    EXPECT_EQ(run_rows<MeanSumOf<__nv_bfloat16>>(d.get() + offset, 1, n)[0], double(n) * double(static_cast<float>(largest)));
+  }
+  // Infinities and NaN in a vector of otherwise exact pairs (their pairs fail the check; the
+  // double lanes give the same specials, so these hold the fallback to IEEE, not the check).
+  std::mt19937_64 rng(test_seed() + 23);
+  std::vector<std::int64_t> scaled;
+  auto special = spread_values<__nv_bfloat16>(n, rng, scaled);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const auto& [a, b, want] : {std::tuple{inf, 1.0f, inf}, std::tuple{-inf, 1.0f, -inf}, std::tuple{inf, -inf, NAN},
+                                   std::tuple{NAN, 1.0f, NAN}}) {
+    special[1000] = __nv_bfloat16(a);
+    special[1003] = __nv_bfloat16(b);
+    auto ds = to_device(special);
+    const float got = fr::mean(ds.get(), n);
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << a << " " << b;
+    else EXPECT_EQ(got, want) << a << " " << b;
   }
 }
 

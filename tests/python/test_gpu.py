@@ -217,6 +217,12 @@ def test_cupy_arrays():
     assert fr.sum(cupy.arange(10, dtype=cupy.int32)).dtype == cupy.int64
     u = cupy.full(1 << 20, 2 ** 31, dtype=cupy.uint32)  # NumPy's rule: uint32 sums into uint64, no wrap
     assert fr.sum(u).dtype == cupy.uint64 and int(fr.sum(u)) == 2 ** 51
+    # dtype=int64 on int32 (and uint32): read as they are, the engine's 64-bit sums, NumPy's bits.
+    i = cupy.random.default_rng(5).integers(-2 ** 31, 2 ** 31 - 1, (301, 7), dtype=cupy.int32)
+    for d in (None, 0, 1):
+        got = fr.sum(i, dim=d, dtype=cupy.int64)
+        assert got.dtype == cupy.int64 and bool((got == i.sum(axis=d, dtype=cupy.int64)).all()), d
+    assert int(fr.sum(u, dtype=cupy.int64)) == 2 ** 51
     assert float(fr.amax(x[:, ::3])) == float(x[:, ::3].max())
 
 
@@ -922,6 +928,28 @@ def test_eager_full_reductions_are_one_launch_up_to_8_mb():
     assert len(found) == 1 and not any("combine_partials" in k for k in found), found
     found = _kernels_of(lambda: fr.sum(large))
     assert any("combine_partials" in k for k in found), found
+
+
+def test_int32_sums_with_dtype_int64_read_the_input_as_it_is():
+    """dtype=torch.int64 (or uint64) on int32/uint32 sums and products: the engine accumulates in 64
+    bits already, so the input is read in place, with no widening copy first, and the bits are
+    torch's."""
+    g = torch.Generator(device=DEV).manual_seed(41)
+    m = torch.randint(-2 ** 31, 2 ** 31 - 1, (513, 301), dtype=torch.int32, device=DEV, generator=g)
+    f = torch.tensor([-1, 1, 3], dtype=torch.int32, device=DEV)[torch.randint(0, 3, (513, 301), device=DEV, generator=g)]
+    for d in (None, 0, 1):
+        got = fr.sum(m, dim=d, dtype=torch.int64)
+        assert got.dtype == torch.int64 and torch.equal(got, m.sum(dim=d, dtype=torch.int64)), d
+        got = fr.prod(f, dim=d, dtype=torch.int64)
+        assert got.dtype == torch.int64 and torch.equal(got, f.prod(dim=d, dtype=torch.int64) if d is not None
+                                                            else f.prod(dtype=torch.int64)), d
+    found = _kernels_of(lambda: fr.sum(m, dtype=torch.int64))
+    if found is None:
+        pytest.skip("torch.profiler records no CUDA kernels here")
+    engine = lambda names: all("reduce" in k or "combine" in k for k in names)  # noqa: E731
+    assert found and engine(found), found  # no elementwise copy
+    converted = _kernels_of(lambda: fr.sum(m, dtype=torch.float64))  # a real conversion does show
+    assert not engine(converted), converted
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

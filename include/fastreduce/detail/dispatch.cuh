@@ -82,9 +82,15 @@ inline constexpr primitives::ResultType kSumResultType =
     std::is_same_v<typename R::Out, acc_t<typename R::Input, Sum>> ? primitives::ResultType::Acc
                                                                    : primitives::kNarrowResult<typename R::Input>;
 
-// A reduction whose thread state is large takes blocks of 256 threads.
+// A reduction whose thread state is large takes blocks of 256 threads (or one that says so:
+// R::kHeavyState).
 template <class R>
-inline constexpr bool kHeavy = sizeof(typename R::State) > kHeavyStateBytes;
+constexpr bool heavy_state() {
+  if constexpr (requires { R::kHeavyState; }) return R::kHeavyState;
+  else return sizeof(typename R::State) > kHeavyStateBytes;
+}
+template <class R>
+inline constexpr bool kHeavy = heavy_state<R>();
 
 // The share of sm_90's one-block bytes that R's one-block kernel takes (R::kOneBlockDivisor: 1/divisor
 // of it; 1 unless R says otherwise). Other architectures keep their limit: only the H100 was measured.

@@ -1,0 +1,243 @@
+// The fast mean of bfloat16 and half inputs, 1-D, in variants of its reduction against the
+// engine's Sum, variance and L2 norm of the same bytes, same data, same run: CUDA events around
+// batches of back-to-back calls, median of 7 batches, inputs rotated among slices of 2 GiB.
+// Built with -DFASTREDUCE_BUILD_PROBES=ON (target mean_variants).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "fastreduce/fastreduce.cuh"
+#include "fastreduce/stats.cuh"
+#include "probe_timing.hpp"
+
+namespace fr = fastreduce;
+namespace eng = fastreduce::engine;
+
+namespace {
+
+// The lanes of a vector summed in float (exact conversions; the pairwise float sum rounds only
+// where the lanes' exponents lie more than 16 (bfloat16) or 13 (half) apart), then widened once.
+template <class T>
+struct FloatLanes : eng::SumMeanReduction<T> {
+  __device__ __forceinline__ FloatLanes at(const T*) const { return *this; }
+  template <unsigned V>
+  __device__ __forceinline__ eng::SumCount fold_vec(const eng::SumCount& s, const fr::primitives::Vec<T, V>& v,
+                                                    std::size_t) const {
+    float lanes[V];
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) lanes[k] = static_cast<float>(v.elem[k]);
+    const float sum = eng::pairwise_in_order(lanes, fr::Sum{});
+    return {s.sum + static_cast<double>(sum), s.count + static_cast<std::int64_t>(V)};
+  }
+};
+// Pairs in float, the pairs' sums in double.
+template <class T>
+struct FloatPairs : eng::SumMeanReduction<T> {
+  __device__ __forceinline__ FloatPairs at(const T*) const { return *this; }
+  template <unsigned V>
+  __device__ __forceinline__ eng::SumCount fold_vec(const eng::SumCount& s, const fr::primitives::Vec<T, V>& v,
+                                                    std::size_t) const {
+    double lanes[V / 2];
+#pragma unroll
+    for (unsigned k = 0; k < V / 2; ++k)
+      lanes[k] = static_cast<double>(static_cast<float>(v.elem[2 * k]) + static_cast<float>(v.elem[2 * k + 1]));
+    const double sum = eng::pairwise_in_order(lanes, fr::Sum{});
+    return {s.sum + sum, s.count + static_cast<std::int64_t>(V)};
+  }
+};
+// Every lane widened to double (the mean's fold before the checked pairs).
+template <class T>
+struct DoubleLanes : eng::SumMeanReduction<T> {
+  __device__ __forceinline__ DoubleLanes at(const T*) const { return *this; }
+  template <unsigned V>
+  __device__ __forceinline__ eng::SumCount fold_vec(const eng::SumCount& s, const fr::primitives::Vec<T, V>& v,
+                                                    std::size_t) const {
+    double lanes[V];
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) lanes[k] = fr::stats::widen(v.elem[k]);
+    return {s.sum + eng::pairwise_in_order(lanes, fr::Sum{}), s.count + static_cast<std::int64_t>(V)};
+  }
+};
+template <class Base>
+struct Heavy : Base {
+  static constexpr bool kHeavyState = true;
+  __device__ __forceinline__ Heavy at(const typename Base::Input*) const { return *this; }
+};
+template <class Base>
+struct TwoFolds : Base {
+  static constexpr unsigned folds = 2;
+  __device__ __forceinline__ TwoFolds at(const typename Base::Input*) const { return *this; }
+};
+
+// f(s) on the next of `slices` inputs each call.
+template <class F>
+float time_us(F f, int reps, int& slice, int slices) {
+  return probe::median_us([&] { f(slice = (slice + 1) % slices); }, reps);
+}
+
+template <class T>
+__global__ void fill(T* d, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const unsigned h = static_cast<unsigned>(i * 2654435761u) ^ (seed * 40503u);
+    d[i] = static_cast<T>(0.5f + float(h % 1000003u) / 1000003.0f);
+  }
+}
+
+template <class R>
+struct Runner {
+  void* temp = nullptr;
+  std::size_t bytes = 0;
+  typename R::Out* out = nullptr;
+  template <class T>
+  Runner(const T* d, std::size_t n) {
+    eng::reduce_axis_async_impl<R>(nullptr, bytes, {d}, nullptr, fr::Axis{1, n, 1}, R{}, 0, fr::Options{});
+    cudaMalloc(&temp, bytes);
+    cudaMalloc(&out, 64);
+  }
+  template <class T>
+  void operator()(const T* d, std::size_t n) {
+    std::size_t b = bytes;
+    eng::reduce_axis_async_impl<R>(temp, b, {d}, out, fr::Axis{1, n, 1}, R{}, 0, fr::Options{});
+  }
+  double result() {
+    typename R::Out h{};
+    cudaMemcpy(&h, out, sizeof(h), cudaMemcpyDeviceToHost);
+    return static_cast<double>(h);
+  }
+  ~Runner() {
+    cudaFree(temp);
+    cudaFree(out);
+  }
+};
+
+// The engine's own Sum (float accumulator for the half types).
+template <class T>
+struct SumRunner {
+  void* temp = nullptr;
+  std::size_t bytes = 0;
+  float* out = nullptr;
+  SumRunner(const T* d, std::size_t n) {
+    fr::reduce_async(nullptr, bytes, d, out, n);
+    cudaMalloc(&temp, bytes);
+    cudaMalloc(&out, 64);
+  }
+  void operator()(const T* d, std::size_t n) {
+    std::size_t b = bytes;
+    fr::reduce_async(temp, b, d, out, n);
+  }
+  ~SumRunner() {
+    cudaFree(temp);
+    cudaFree(out);
+  }
+};
+
+// The mean as a double (the variants' bits before the final rounding to float).
+template <class Base>
+struct Wide : Base {
+  using Out = double;
+  __device__ __forceinline__ Wide at(const typename Base::Input*) const { return *this; }
+  __host__ __device__ __forceinline__ double project(const eng::SumCount& p) const {
+    return p.count == 0 ? NAN : p.sum / static_cast<double>(p.count);
+  }
+};
+
+// Values whose exponents span 2^-40 to 2^40 with random signs: pairs far apart in float.
+template <class T>
+__global__ void fill_wide(T* d, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const unsigned h = static_cast<unsigned>(i * 2654435761u) ^ (seed * 40503u);
+    const unsigned g = h * 2246822519u + 374761393u;
+    const int e = static_cast<int>(g % 81u) - 40;
+    const float m = 1.0f + float(h % 1024u) / 1024.0f;
+    d[i] = static_cast<T>(((g >> 16) & 1u ? -m : m) * exp2f(static_cast<float>(sizeof(T) == 2 && !std::is_same_v<T, __nv_bfloat16> ? e % 14 : e)));
+  }
+}
+
+template <class T>
+void run_type(const char* name, T* pool, std::size_t pool_elems) {
+  using Mean = eng::SumMeanReduction<T>;
+  for (int k = 24; k <= 30; k += 2) {
+    const std::size_t n = std::size_t(1) << k;
+    const int slices = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(8, pool_elems / n)));
+    const int reps = k >= 28 ? 10 : 100;
+    int slice = 0;
+    auto at = [&](int s) { return pool + std::size_t(s) * n; };
+    SumRunner<T> sum(pool, n);
+    Runner<Mean> mean(pool, n);
+    Runner<Heavy<Mean>> heavy(pool, n);
+    Runner<DoubleLanes<T>> dlanes(pool, n);
+    Runner<Heavy<DoubleLanes<T>>> heavy_dlanes(pool, n);
+    Runner<Heavy<TwoFolds<DoubleLanes<T>>>> heavy_two(pool, n);
+    Runner<FloatLanes<T>> lanes(pool, n);
+    Runner<FloatPairs<T>> pairs(pool, n);
+    Runner<eng::MomentsReduction<T, eng::VarianceOf<float>>> var(pool, n);
+    Runner<eng::l2_reduction<T>> l2(pool, n);
+    float t[10];
+    for (int round = 0; round < 2; ++round) {  // the second round's times are kept (the first warms)
+      t[0] = time_us([&](int s) { sum(at(s), n); }, reps, slice, slices);
+      t[1] = time_us([&](int s) { mean(at(s), n); }, reps, slice, slices);
+      t[2] = time_us([&](int s) { heavy(at(s), n); }, reps, slice, slices);
+      t[3] = time_us([&](int s) { dlanes(at(s), n); }, reps, slice, slices);
+      t[4] = time_us([&](int s) { heavy_dlanes(at(s), n); }, reps, slice, slices);
+      t[5] = time_us([&](int s) { heavy_two(at(s), n); }, reps, slice, slices);
+      t[6] = time_us([&](int s) { lanes(at(s), n); }, reps, slice, slices);
+      t[7] = time_us([&](int s) { pairs(at(s), n); }, reps, slice, slices);
+      t[8] = time_us([&](int s) { var(at(s), n); }, reps, slice, slices);
+      t[9] = time_us([&](int s) { l2(at(s), n); }, reps, slice, slices);
+    }
+    std::printf("%-8s 2^%-3d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, k, t[0], t[1], t[2],
+                t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
+  }
+}
+
+// The engine's mean (checked pairs) against double lanes' and float lanes', as doubles, on values of
+// near exponents and of far ones, at sizes with and without a head and a tail.
+template <class T>
+void check_type(const char* name, T* pool) {
+  const std::size_t sizes[] = {1, 31, 1000003, (std::size_t(1) << 20) + 3, std::size_t(1) << 26};
+  for (int data = 0; data < 2; ++data) {
+    for (std::size_t n : sizes) {
+      if (data == 0) fill<<<4096, 256>>>(pool, n + 8, 5u + unsigned(n));
+      else fill_wide<<<4096, 256>>>(pool, n + 8, 9u + unsigned(n));
+      for (std::size_t offset : {std::size_t(0), std::size_t(3)}) {
+        Runner<Wide<eng::SumMeanReduction<T>>> mean(pool + offset, n);
+        Runner<Wide<FloatLanes<T>>> lanes(pool + offset, n);
+        Runner<Wide<DoubleLanes<T>>> dlanes(pool + offset, n);
+        mean(pool + offset, n);
+        lanes(pool + offset, n);
+        dlanes(pool + offset, n);
+        cudaDeviceSynchronize();
+        const double m = mean.result(), l = lanes.result(), x = dlanes.result();
+        std::printf("%-8s %-5s n=%-9zu +%zu  mean %+.17e  float lanes rel %.2e  double lanes %s\n", name,
+                    data == 0 ? "near" : "far", n, offset, m, std::fabs(l - m) / std::fabs(m),
+                    x == m ? "same bits" : "DIFFERENT");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("# %s; us per call, back to back, median of 7 batches; columns: the engine's Sum, its mean (checked float pairs), variants (see the source), variance, L2 norm\n", prop.name);
+  std::printf("%-8s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "type", "n", "sum", "mean", "heavy", "dlanes",
+              "heavy+dl", "h+2f+dl", "flanes", "fpairs", "var", "l2");
+  const std::size_t elems = std::size_t(1) << 30;
+  __nv_bfloat16* b = nullptr;
+  if (cudaMalloc(&b, elems * 2) != cudaSuccess) return 1;
+  fill<<<4096, 256>>>(b, elems, 7u);
+  run_type("bfloat16", b, elems);
+  __half* h = reinterpret_cast<__half*>(b);
+  fill<<<4096, 256>>>(h, elems, 11u);
+  run_type("half", h, elems);
+  check_type("bfloat16", b);
+  check_type("half", h);
+  cudaFree(b);
+  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
