@@ -296,11 +296,11 @@ def _forget_plans():
         _tc.forget()
 
 
-def _torch_input(torch, name, x, dtype, wide=False):
+def _torch_input(torch, name, x, dtype, op=None):
     """x (converted to dtype where the engine cannot read it as it is: float16/bfloat16 are read
-    as they are for float32, and with `wide` (sums and products) int32/uint32 as they are for
-    int64/uint64, which the engine accumulates in), its type code, the table from codes to dtypes
-    and the dtype asked for (None)."""
+    as they are for float32, and for op's 64-bit results int32/uint32 as they are, which the
+    engine accumulates in: _result_kind's _RESULT_WIDE), its type code, the table from codes to
+    dtypes and the dtype asked for (None)."""
     if not x.is_cuda:
         raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
     codes, by_code = _torch_tables(torch)
@@ -311,7 +311,7 @@ def _torch_input(torch, name, x, dtype, wide=False):
         if dtype not in codes:
             raise TypeError(f"fastreduce.{name}: unsupported dtype {dtype}")
         read_as_is = ((code in _NARROW and dtype == torch.float32)
-                      or (wide and code in (_I32, _U32) and codes[dtype] in (_I64, _U64)))
+                      or _result_kind(op, code, codes[dtype]) == _RESULT_WIDE)
         if not read_as_is and dtype != x.dtype:
             x = x.to(dtype)
             code = codes[dtype]
@@ -356,7 +356,7 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     else:
         key = None
     in_code = _torch_tables(torch)[0].get(x.dtype) if isinstance(x, torch.Tensor) else None  # before any dtype=
-    x, code, by_code, want = _torch_input(torch, name, x, dtype, op in ("sum", "prod"))
+    x, code, by_code, want = _torch_input(torch, name, x, dtype, op)
     if want is None:  # (int32 and uint32 sums: int64, accumulated so by the engine)
         want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
     want_code = _torch_tables(torch)[0].get(want)
@@ -438,8 +438,7 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
     if dtype is not None and cupy.dtype(dtype) != x.dtype:
         narrow = x.dtype == cupy.float16 and cupy.dtype(dtype) == cupy.float32
         # int32/uint32 sums and products into 64 bits: the engine accumulates in them (no copy).
-        wide = (op in ("sum", "prod") and x.dtype in (cupy.int32, cupy.uint32)
-                and cupy.dtype(dtype) in (cupy.int64, cupy.uint64))
+        wide = _result_kind(op, _NAME_CODES.get(str(x.dtype)), wanted) == _RESULT_WIDE
         if not narrow and not wide:
             x = x.astype(dtype)
     code, shape, strides, ptr = _cai_view(name, x)

@@ -7,8 +7,9 @@ to 2^--max-log2 every 2 powers) or along dim -1 of a (4096, n/4096) matrix ("dim
 2^28). A call's time is the wall time of a loop of back-to-back calls (synchronised once at the
 end) divided by the calls, the median of nine loops, the loops of a row's methods interleaved:
 what a Python program pays per call, host overhead included. "engine" calls the compiled module
-directly with a preallocated output: the engine's time without the Python layer. Every result is checked against torch in float64
-(argmax: the same index, or an equal value at it); the exit status is 1 if any row disagrees.
+directly with a preallocated output: the engine's time without the Python layer. Every result is
+checked against torch in float64 (argmax: the same index, or an equal value at it); the exit
+status is 1 if any row disagrees.
 
     python -m fastreduce.bench --csv out.csv --plot out.png
     python -m fastreduce.bench --quick --ops sum,argmax --dtypes bfloat16
