@@ -761,8 +761,8 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, mode="fast"):
     (integers need dtype=, as in torch); float16/bfloat16 accumulate in double and return their
     own type (or dtype=float32 with no conversion of the input). NaN for no element.
     Floating-point inputs have the sum's modes: mode="reproducible" (the same bits on every GPU)
-    and mode="exact" (the exact sum divided by the count, rounded once, which float16/bfloat16
-    inputs take with dtype=float32)."""
+    and mode="exact" (the exact sum divided by the count, rounded once into the result's type:
+    float16/bfloat16 too, by the engine itself)."""
     if dtype is None:
         r = _fplanned("mean", 0, False, x, dim, keepdim, mode)
         if r is not None:
@@ -793,8 +793,9 @@ def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fas
     result has x's dtype. mode="exact" and mode="reproducible" (the same kernels and bits) for
     float32 reduced to one value (dim=None or every dim): n sum x^2 - (sum x)^2 from the exact
     sums, in integers, rounded once to double, divided by n and by n - correction, then rounded
-    to float32 (within an ulp of the correctly rounded variance); float16/bfloat16 inputs in exact
-    mode: convert them to float32 (exact); along a dim, or for float64, RuntimeError."""
+    once to float32 (within an ulp of the correctly rounded variance); float16/bfloat16 the same,
+    rounded once from that double into their own type by the engine; along a dim, or for float64,
+    RuntimeError."""
     param = _correction("var", correction, unbiased)
     r = _fplanned("var", param, False, x, dim, keepdim, mode)
     if r is not None:
@@ -804,7 +805,7 @@ def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fas
 
 def std(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
     """Standard deviation over dim, like torch.std: the square root of var's (the modes as var's:
-    the square root taken in double before the one rounding to float32)."""
+    the square root taken in double before the one rounding into the result's type)."""
     param = _correction("std", correction, unbiased)
     r = _fplanned("std", param, False, x, dim, keepdim, mode)
     if r is not None:
@@ -820,11 +821,12 @@ def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
     p (or ord) 1, 2 ("fro" too) or inf. Floating-point inputs only (integers need dtype=); the
     result has x's dtype; L2 of doubles is scaled (Blue's sums: no overflow or underflow).
     p=inf is exact in every mode. p=1 has the sum's modes: mode="reproducible" (the same bits on
-    every GPU) and mode="exact" (the exact sum of |x| rounded once, which float16/bfloat16 inputs
-    take with dtype=float32). p=2 has both modes for float32, float16 and bfloat16 inputs reduced
-    to one value (dim=None or every dim of a contiguous array; float16/bfloat16 with dtype=float32
-    in exact mode): the square root of the exact sum of squares, within an ulp of the correctly
-    rounded norm, the same bits in both modes; along a dim, or for float64, RuntimeError."""
+    every GPU) and mode="exact" (the exact sum of |x| rounded once into the result's type:
+    float16/bfloat16 too, by the engine itself). p=2 has both modes for float32, float16 and
+    bfloat16 inputs reduced to one value (dim=None or every dim of a contiguous array): the square
+    root of the exact sum of squares, rounded once from double into the result's type, within an
+    ulp of the correctly rounded norm, the same bits in both modes; along a dim, or for float64,
+    RuntimeError."""
     if ord is not None:
         p = ord
     which = _NORMS.get(p) if not isinstance(p, bool) else None
@@ -871,11 +873,12 @@ _FAMILY_STAT, _FAMILY_NARROW = 0, 1  # _core.reduce_family's result kinds (pytho
 _NARROWABLE = ("mean", "var", "std", "norm1", "norm2", "norminf")
 
 
-def _narrow_stat(op, code, mode_code):
+def _narrow_stat(op, code):
     """Whether the engine writes op's result for a float16/bfloat16 input in the input's own type:
-    the statistics and norms in fast mode (the other modes round their exact or compensated
-    result into float32 first)."""
-    return op in _NARROWABLE and code in _NARROW and mode_code == 0
+    the statistics and norms, in every mode (rounded once by the kernel that writes it: the
+    reproducible and exact mean and L1 norm from their exact value, the variance, standard
+    deviation and L2 norm from the double their finish computes)."""
+    return op in _NARROWABLE and code in _NARROW
 
 
 def _family_acc(op, code):
@@ -913,14 +916,19 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
                                f"than a double); float32, float16 and bfloat16 have it ({how})")
         given = code if given is None else given
         result = given if result is None else result  # the result's dtype is the input's unless dtype= says
-        if mode == "exact" and (result not in (_F32, _F64) or result not in _EXACT_INTO.get(given, ())):
-            hint = ""
-            if given in (_F16, _BF16):  # dot has no dtype=: float32 inputs hold the same values
-                hint = (" (convert the inputs to float32, which is exact)" if op in ("dot", "var", "std")
-                        else " (pass dtype=float32)")
+        # float16/bfloat16 statistics and norms also into their own type (_narrow_stat: the engine
+        # rounds into it once)
+        own = result == given and op in _NARROWABLE
+        if mode == "exact" and (result not in _EXACT_INTO.get(given, ()) or (result in _NARROW and not own)):
+            if op == "dot":  # no dtype=: float32 inputs hold the same values
+                raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact dot product once, into "
+                                   f"float32: a {_dtype_name(result)} result would be rounded twice (convert the "
+                                   "inputs to float32, which is exact)")
+            hint = " (pass dtype=float32)" if given in _NARROW else ""
             raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact result once, into float32 or "
-                               f"float64 holding the input's values: a {_dtype_name(result)} result for "
-                               f"{_dtype_name(given)} input would be rounded twice{hint}")
+                               f"float64 holding the input's values, or a float16/bfloat16 input's own type: a "
+                               f"{_dtype_name(result)} result for {_dtype_name(given)} input would be rounded "
+                               f"twice{hint}")
     return m
 
 
@@ -937,8 +945,8 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
                  temp_alloc, values=False, record=None, flat=False, narrow=False):
     """Reduces view v (and the second input at ptr2, with v's shape and strides) over dims.
     Returns the engine's result, or (values, indices) of the arg-extremes (values None unless
-    asked for). record as _reduce_view's. narrow: a float16/bfloat16 statistic in fast mode is
-    written by the engine in the input's own type (else in float32, _family_acc)."""
+    asked for). record as _reduce_view's. narrow: a float16/bfloat16 statistic or norm is written
+    by the engine in the input's own type (_narrow_stat; else in float32, _family_acc)."""
     kept, out_shape, length, outputs = _split(v.shape, dims, keepdim)
     arg = op in _ARG
     # torch divides by max(0, n - correction): with n <= correction, M2 / 0 (inf, NaN where M2 = 0);
@@ -952,7 +960,7 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
         raise IndexError(f"fastreduce.{name}: Expected reduction dim {dims[0] if dims else 0} to have non-zero size.")
     # (n <= correction: the float M2 / n times inf below, which a half M2 / n that underflowed to 0
     # would turn into NaN)
-    kind = _FAMILY_NARROW if narrow and not degenerate and _narrow_stat(op, v.code, mode_code) else _FAMILY_STAT
+    kind = _FAMILY_NARROW if narrow and not degenerate and _narrow_stat(op, v.code) else _FAMILY_STAT
     if arg:  # out = 0 (no values): the engine writes the indices alone
         vals = alloc(out_shape, v.code) if values else (None, 0)
         result = alloc(out_shape, _I64)

@@ -379,7 +379,7 @@ NB_MODULE(_core, m) {
         nb::arg("result"), nb::arg("stream"), nb::arg("device"), nb::arg("temp") = 0, nb::arg("temp_bytes") = 0,
         "The family ops (16 argmax, 17 argmin, 18 mean, 19 var, 20 std, 21 L1, 22 L2, 23 Linf norms, 24 dot); "
         "arg-extremes with out = 0 write the indices alone; result 1: the stats and norms of float16/bfloat16 in "
-        "fast mode in the input's own type (rounded once from float by the engine), else 0; returns as reduce");
+        "the input's own type, every mode (rounded once by the engine), else 0; returns as reduce");
   m.def("device_count", &device_count, "CUDA devices visible (0 without a driver or GPU)");
   m.def("plan", &make_plan, nb::arg("code"), nb::arg("op"), nb::arg("param"), nb::arg("mode"), nb::arg("outer"),
         nb::arg("length"), nb::arg("inner"), nb::arg("outer_stride"), nb::arg("length_stride"),

@@ -57,8 +57,8 @@ __global__ void split_indexed(const fr::Indexed<V>* pairs, O* values, std::int64
 }
 
 // A family reduction R whose results are written as O = P{}(R's result): the kernels write what
-// project() gives, so a result of another type (the indices alone of an arg-extreme, a float
-// statistic rounded once into __half or __nv_bfloat16) costs no kernel of its own.
+// project() gives, so a result of another type (the indices alone of an arg-extreme) costs no
+// kernel of its own.
 template <class R, class O, class P>
 struct Projected : R {
   using Out = O;
@@ -68,10 +68,6 @@ struct Projected : R {
 struct IndexOf {  // an arg-extreme's {value, index}: the index
   template <class V>
   __host__ __device__ std::int64_t operator()(const fr::Indexed<V>& p) const { return p.index; }
-};
-template <class O>
-struct NarrowTo {  // a float result rounded once to nearest even into __half or __nv_bfloat16
-  __host__ __device__ O operator()(float v) const { return fr::primitives::narrow_float<O>(v); }
 };
 
 template <class R>
@@ -109,18 +105,17 @@ cudaError_t run_arg(const FamilyCall& c, void* extra, void* temp, std::size_t& b
   return launched;
 }
 
-// A statistic or norm: of stat_t<T>, or for FamilyNarrow in the input's own half type.
+// A statistic or norm: of stat_t<T>, or for FamilyNarrow in the input's own half type, rounded once
+// by the kernel that writes it (engine::Narrowed), in every mode.
 template <class T, class Op>
 cudaError_t run_stat(const FamilyCall& c, void* temp, std::size_t& bytes, const char** message, const Op& op,
                      void* out) {
   if (c.result == FamilyNarrow) {
     if constexpr (narrow_v<T>) {
-      if (c.opt.mode == fr::Mode::Fast) {
-        using R = Projected<fr::reduction_t<T, Op>, T, NarrowTo<T>>;
-        return run_reduction(c, temp, bytes, message, R{fr::reduction_of(std::type_identity<T>{}, op)}, out);
-      }
+      using R = fr::engine::Narrowed<fr::reduction_t<T, Op>>;
+      return run_reduction(c, temp, bytes, message, R{fr::reduction_of(std::type_identity<T>{}, op)}, out);
     }
-    if (message != nullptr) *message = "results in the input's type are for float16 and bfloat16 in fast mode";
+    if (message != nullptr) *message = "results in the input's type are for float16 and bfloat16";
     return cudaErrorInvalidValue;
   }
   return run_one<T>(c, temp, bytes, message, op, out);

@@ -26,7 +26,7 @@ struct FamilyCall {
                         // dot; the values (T) of arg-extremes, or 0 for indices only
   std::uintptr_t out2;  // arg-extremes: the indices (int64), or 0
   int result;           // FamilyStat (0), or FamilyNarrow (1): the stats and norms of __half and
-                        // __nv_bfloat16 in Mode::Fast written in the input's own type
+                        // __nv_bfloat16 written in the input's own type (every mode)
   cudaStream_t stream;
 };
 enum FamilyResult : int { FamilyStat = 0, FamilyNarrow = 1 };

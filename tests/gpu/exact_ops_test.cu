@@ -896,9 +896,10 @@ namespace {
 // significant first): S1 = sum x in units of 2^-149, S2 = sum x^2 in units of 2^-298, the
 // numerator N = n S2 - S1^2, rounded once to double, then the fixed steps the library documents:
 // divided by n, then by n - correction (each an IEEE double division), the square root for the
-// standard deviation, rounded to float. (BigNatural: tests/exact_data.hpp.)
+// standard deviation (the double the finish computes), rounded to float. (BigNatural:
+// tests/exact_data.hpp.)
 template <class T>
-float reference_variance(const T* x, std::size_t n, int correction, bool root) {
+double reference_variance_double(const T* x, std::size_t n, int correction, bool root) {
   BigNatural plus, minus, squares;
   bool special = false;
   for (std::size_t i = 0; i < n; ++i) {
@@ -916,7 +917,7 @@ float reference_variance(const T* x, std::size_t n, int correction, bool root) {
     const double g = std::frexp(sq, &e);
     squares.add(static_cast<std::uint64_t>(std::ldexp(g, 53)), e - 53 + 298);
   }
-  if (special || std::int64_t(n) - correction <= 0) return std::numeric_limits<float>::quiet_NaN();
+  if (special || std::int64_t(n) - correction <= 0) return std::numeric_limits<double>::quiet_NaN();
   const BigNatural s1 = plus.less(minus) ? minus.minus(plus) : plus.minus(minus);
   BigNatural square;  // s1^2
   for (std::size_t i = 0; i < 20; ++i) square.add(s1.times(s1.d[i]), int(i));
@@ -924,7 +925,11 @@ float reference_variance(const T* x, std::size_t n, int correction, bool root) {
   const BigNatural numerator = scaled.minus(square);
   EXPECT_FALSE(scaled.less(square));
   const double v = numerator.rounded(-298) / static_cast<double>(n) / static_cast<double>(std::int64_t(n) - correction);
-  return static_cast<float>(root ? std::sqrt(v) : v);
+  return root ? std::sqrt(v) : v;
+}
+template <class T>
+float reference_variance(const T* x, std::size_t n, int correction, bool root) {
+  return static_cast<float>(reference_variance_double(x, n, correction, root));
 }
 
 template <class T>
@@ -998,6 +1003,186 @@ void check_variance_every_data_set() {
 TEST(ExactOps, FloatVarianceIsRoundedFromTheExactSums) { check_variance_every_data_set<float>(); }
 TEST(ExactOps, HalfVarianceIsRoundedFromTheExactSums) { check_variance_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16VarianceIsRoundedFromTheExactSums) { check_variance_every_data_set<__nv_bfloat16>(); }
+
+namespace {
+
+// engine::Narrowed<R>: a half or bfloat16 input's statistic written in its own type, rounded once.
+// One call of R (1-D: an Axis of one row) with the outputs poisoned, as doubles holding the values.
+template <class R>
+std::vector<double> narrowed_call(const typename R::Input* d, const fr::Axis& axis, const R& r, fr::Mode mode) {
+  using T = typename R::Input;
+  const std::size_t outputs = axis.outer * axis.inner;
+  DeviceBuffer<T> out(std::max<std::size_t>(outputs, 1));
+  out.poison();
+  const fr::Options opt{.mode = mode};
+  std::size_t bytes = 0;
+  const eng::Narrowed<R> narrowed{r};
+  EXPECT_EQ(eng::reduce_axis_async_impl(nullptr, bytes, {d}, out.get(), axis, narrowed, 0, opt), cudaSuccess);
+  DeviceBuffer<char> temp(bytes);
+  EXPECT_EQ(eng::reduce_axis_async_impl(temp.get(), bytes, {d}, out.get(), axis, narrowed, 0, opt), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<T> h(outputs);
+  if (outputs > 0) EXPECT_EQ(cudaMemcpy(h.data(), out.get(), outputs * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<double> values(outputs);
+  for (std::size_t k = 0; k < outputs; ++k) values[k] = static_cast<double>(static_cast<float>(h[k]));
+  return values;
+}
+
+// A double rounded once into T's format by round_double (the exact rounding the CPU tests hold to
+// big integers; independent of the conversion the kernels use), as a double; NaN stays NaN.
+template <class T>
+double rounded_once(double v) {
+  if (std::isnan(v)) return v;
+  const auto bits = static_cast<std::uint16_t>(fr::primitives::round_double<fr::primitives::kFormatOf<T>>(v));
+  T t;
+  std::memcpy(&t, &bits, sizeof(T));
+  return static_cast<double>(static_cast<float>(t));
+}
+
+// In Mode::Exact the mean and the L1 norm are their exact value rounded once into T (the
+// big-integer reference's rounding to T's format: never through float), 1-D at two alignments and
+// along rows, columns and a strided view; the L2 norm, variance and standard deviation (1-D, both
+// modes) are the double their finish computes (the references above) rounded once into T. Every
+// data set, subnormals, overflow, NaN and infinities included.
+template <class T>
+void check_narrowed(int kind) {
+  const std::size_t n = quick() ? 300000 : 1100000;
+  const std::vector<T> x = exact_data<T>(kind, n, test_seed() + 300 + std::uint64_t(kind));
+  const std::vector<T> m = magnitudes(x);
+  DeviceBuffer<T> dx(n);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = std::string(kExactDataSets[kind]) + (std::is_same_v<T, __half> ? ", half" : ", bfloat16");
+  const auto mean = fr::reduction_of(std::type_identity<T>{}, fr::Mean{});
+  const auto l1 = fr::reduction_of(std::type_identity<T>{}, fr::NormL1{});
+  const auto l2 = fr::reduction_of(std::type_identity<T>{}, fr::NormL2{});
+  auto narrow = [](double v) { return rounded_once<T>(v); };
+  auto check = [&](double got, double expected, const std::string& where) {
+    EXPECT_TRUE(same_result(got, expected)) << what << ", " << where << std::hexfloat << ": " << got << ", expected "
+                                            << expected;
+  };
+  for (std::size_t size : {std::size_t(1), std::size_t(33), std::size_t(4097), std::size_t(70001), n - 1}) {
+    for (std::size_t offset : {0u, 1u}) {
+      const T* d = dx.get() + offset;
+      const T* h = x.data() + offset;
+      const fr::Axis row{1, size, 1};
+      const std::string at = "n " + std::to_string(size) + " + " + std::to_string(offset);
+      check(narrowed_call(d, row, mean, fr::Mode::Exact)[0], fr::reference::exact_mean_rounded<T>(h, size), "mean, " + at);
+      check(narrowed_call(d, row, l1, fr::Mode::Exact)[0], fr::reference::exact_rounded<T>(m.data() + offset, size),
+            "L1, " + at);
+      const double want_l2 = narrow(std::sqrt(reference_sum_of_squares(h, size)));
+      const double want_var = narrow(reference_variance_double(h, size, 1, false));
+      const double want_std = narrow(reference_variance_double(h, size, 0, true));
+      for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+        const std::string in = at + ", " + mode_name(mode);
+        check(narrowed_call(d, row, l2, mode)[0], want_l2, "L2, " + in);
+        check(narrowed_call(d, row, fr::reduction_of(std::type_identity<T>{}, fr::Var{1}), mode)[0], want_var,
+              "var (correction 1), " + in);
+        check(narrowed_call(d, row, fr::reduction_of(std::type_identity<T>{}, fr::Std{0}), mode)[0], want_std,
+              "std (correction 0), " + in);
+      }
+    }
+  }
+  // Along an axis (the exact check's short rows, the exact lanes' long ones, columns, a strided view).
+  for (const fr::Axis& axis : {fr::Axis{1000, 33, 1}, fr::Axis{5, 20000, 1}, fr::Axis{3, 2053, 32},
+                               fr::Axis{1, 300, 200, fr::Axis::kContiguous, 1, 300}}) {
+    const std::vector<double> means = narrowed_call(dx.get(), axis, mean, fr::Mode::Exact);
+    const std::vector<double> norms = narrowed_call(dx.get(), axis, l1, fr::Mode::Exact);
+    int failures = 0;
+    for (std::size_t o = 0; o < axis.outer; ++o) {
+      for (std::size_t i = 0; i < axis.inner; ++i) {
+        const std::size_t k = o * axis.inner + i;
+        const std::vector<T> e = axis_elements(x, 0, axis, o, i);
+        const std::vector<T> em = magnitudes(e);
+        const double want_mean = fr::reference::exact_mean_rounded<T>(e.data(), e.size());
+        const double want_l1 = fr::reference::exact_rounded<T>(em.data(), em.size());
+        if ((!same_result(means[k], want_mean) || !same_result(norms[k], want_l1)) && ++failures <= 3) {
+          ADD_FAILURE() << what << ": output (" << o << ", " << i << ") of " << axis.outer << " x " << axis.length
+                        << " x " << axis.inner << std::hexfloat << ": mean " << means[k] << " (exact " << want_mean
+                        << "), L1 " << norms[k] << " (exact " << want_l1 << ")";
+        }
+      }
+    }
+  }
+}
+
+// The L2 norm, variance and standard deviation of T (0: L2, 1: var, 2: std, both with correction
+// 0) by the references above: the double the finish rounds into T.
+template <class T>
+double reference_statistic(int op, const std::vector<T>& x) {
+  if (op == 0) return std::sqrt(reference_sum_of_squares(x.data(), x.size()));
+  return reference_variance_double(x.data(), x.size(), 0, op == 2);
+}
+
+// Sets of T whose statistic rounds into T differently once and through float (the float lands on a
+// midpoint of T): the data that tell a finish rounding through float from one rounding once. Three
+// found by hand, and up to three a statistic found among random sets of 2 to 5 values (a fixed
+// seed: the same sets every run), each checked to tell the two apart.
+template <class T>
+std::vector<std::pair<int, std::vector<T>>> double_rounding_sets() {
+  auto t = [](double v) { return static_cast<T>(v); };  // exact: every value below is one of T's
+  std::vector<std::pair<int, std::vector<T>>> sets;
+  if constexpr (std::is_same_v<T, __half>) {
+    sets.push_back({0, {t(1), t(0x1p-5), t(0x1p-11), t(0x1p-20)}});  // L2: 1 + 2^-10 once, 1 through float
+    sets.push_back({1, {t(2), t(-0x1p-11)}});  // var: (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: 1 + 2^-10 once, 1 through float
+  } else {
+    sets.push_back({0, {t(1), t(0x1p-4), t(0x1p-4), t(0x1p-8), t(0x1p-20)}});  // L2: 1 + 2^-7 once, 1 through float
+  }
+  constexpr int p = std::is_same_v<T, __half> ? 11 : 8;
+  std::mt19937_64 rng(20261127);
+  for (int op = 0; op < 3; ++op) {
+    int found = 0;
+    for (int tries = 0; tries < (1 << 21) && found < 3; ++tries) {
+      std::vector<T> x(2 + rng() % 4);
+      for (auto& v : x) {
+        const double m = double((std::uint64_t(1) << (p - 1)) | (rng() & ((std::uint64_t(1) << (p - 1)) - 1)));
+        v = t((rng() & 1 ? -1.0 : 1.0) * std::ldexp(m, int(rng() % 13) - 6 - (p - 1)));
+      }
+      const double v = reference_statistic(op, x);
+      if (std::isfinite(v) && rounded_once<T>(v) != rounded_once<T>(double(float(v)))) {
+        sets.push_back({op, x});
+        ++found;
+      }
+    }
+    EXPECT_GT(found, 0) << "no set found for statistic " << op;
+  }
+  return sets;
+}
+
+// Each set's statistic, 1-D, in both modes: rounded once (and the set tells once from through float).
+template <class T>
+void check_double_rounding_sets() {
+  const char* names[] = {"L2", "var", "std"};
+  for (const auto& [op, x] : double_rounding_sets<T>()) {
+    const double v = reference_statistic(op, x);
+    const double want = rounded_once<T>(v);
+    ASSERT_NE(want, rounded_once<T>(double(float(v)))) << names[op] << ": a set that does not tell the roundings apart";
+    DeviceBuffer<T> d(x.size());
+    CUDA_OK(cudaMemcpy(d.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+    const fr::Axis row{1, x.size(), 1};
+    for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+      const double got = op == 0 ? narrowed_call(d.get(), row, fr::reduction_of(std::type_identity<T>{}, fr::NormL2{}), mode)[0]
+                         : op == 1 ? narrowed_call(d.get(), row, fr::reduction_of(std::type_identity<T>{}, fr::Var{0}), mode)[0]
+                                   : narrowed_call(d.get(), row, fr::reduction_of(std::type_identity<T>{}, fr::Std{0}), mode)[0];
+      std::string values;
+      for (const T& e : x) values += " " + std::to_string(double(float(e)));
+      EXPECT_TRUE(same_result(got, want)) << names[op] << " of" << values << ", " << mode_name(mode) << std::hexfloat
+                                          << ": " << got << ", rounded once " << want << ", through float "
+                                          << rounded_once<T>(double(float(v)));
+    }
+  }
+}
+
+template <class T>
+void check_narrowed_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  check_double_rounding_sets<T>();
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) check_narrowed<T>(kind);
+}
+
+}  // namespace
+
+TEST(ExactOps, HalfStatisticsInTheirOwnTypeAreRoundedOnce) { check_narrowed_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16StatisticsInTheirOwnTypeAreRoundedOnce) { check_narrowed_every_data_set<__nv_bfloat16>(); }
 
 // The exact variance takes one contiguous output only; doubles are refused; nothing is written.
 TEST(ExactOps, VarianceHasTheModesIn1DOnly) {

@@ -200,8 +200,7 @@ def test_family_type_and_mode_rules():
     with pytest.raises(RuntimeError, match="reproducible"):
         C._family_check("std", "std", C._F64, "reproducible", False)
     assert C._family_check("var", "var", C._F32, "exact", False) == 2  # to one value (the engine checks the shape)
-    with pytest.raises(RuntimeError, match=r"rounded twice \(convert the inputs to float32"):
-        C._family_check("std", "std", C._F16, "exact", False)
+    assert C._family_check("std", "std", C._F16, "exact", False) == 2  # into float16, rounded once by the engine
     with pytest.raises(RuntimeError, match="reproducible"):
         C._family_check("dot", "dot", C._F64, "reproducible", False)
     with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
@@ -209,8 +208,7 @@ def test_family_type_and_mode_rules():
     # The L2 norm has both modes to one value (the engine refuses the other shapes and float64).
     assert C._family_check("norm", "norm2", C._F32, "exact", False, C._F32) == 2
     assert C._family_check("norm", "norm2", C._BF16, "reproducible", False) == 1
-    with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):
-        C._family_check("norm", "norm2", C._F16, "exact", False)
+    assert C._family_check("norm", "norm2", C._F16, "exact", False) == 2
     with pytest.raises(RuntimeError, match="no form of this op yet for float64"):
         C._family_check("norm", "norm2", C._F64, "reproducible", False)
     # The dot product has both modes for float32 (float16/bfloat16 inputs: converted by the caller).
@@ -220,10 +218,12 @@ def test_family_type_and_mode_rules():
         C._family_check("dot", "dot", C._BF16, "exact", False)
     with pytest.raises(RuntimeError, match="no form of this op yet for float64"):
         C._family_check("dot", "dot", C._F64, "exact", False)
-    # The L1 norm has the sum's modes; exact results are rounded once, into float32 or float64.
+    # The L1 norm has the sum's modes; exact results are rounded once, into float32 or float64 (or a
+    # float16/bfloat16 input's own type, the default).
     assert C._family_check("norm", "norm1", C._F32, "exact", False) == 2
+    assert C._family_check("norm", "norm1", C._BF16, "exact", False) == 2
     with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):
-        C._family_check("norm", "norm1", C._BF16, "exact", False)  # the result's dtype defaults to the input's
+        C._family_check("norm", "norm1", C._F16, "exact", True, C._F16, C._BF16)
     with pytest.raises(RuntimeError, match="rounded twice$"):
         C._family_check("norm", "norm1", C._F64, "exact", True, C._I64, C._F64)  # int64 -> float64 can round
     assert C._family_check("norm", "norm1", C._F32, "exact", True, C._F32, C._F64) == 2
@@ -234,11 +234,16 @@ def test_family_type_and_mode_rules():
     assert C._family_check("mean", "mean", C._F32, "reproducible", False) == 1
     assert C._family_check("mean", "mean", C._F64, "exact", False) == 2
     assert C._family_check("mean", "mean", C._F16, "exact", True, C._F16, C._F32) == 2
-    with pytest.raises(RuntimeError, match=r"rounded twice \(pass dtype=float32\)"):
-        C._family_check("mean", "mean", C._BF16, "exact", False)
-    for given, result in ((C._F16, C._F16), (C._BF16, C._BF16), (C._F64, C._F32), (C._F32, C._F16)):
+    assert C._family_check("mean", "mean", C._BF16, "exact", False) == 2
+    for given, result in ((C._BF16, C._F16), (C._F64, C._F32), (C._F32, C._F16), (C._F32, C._BF16)):
         with pytest.raises(RuntimeError, match="rounded twice"):
             C._family_check("norm", "norm1", given, "exact", False, given, result)
+    # What the engine writes in a float16/bfloat16 input's own type: the statistics and norms, every
+    # mode (the dot product and the arg-extremes' values are not among them).
+    for op in ("mean", "var", "std", "norm1", "norm2", "norminf"):
+        assert C._narrow_stat(op, C._F16) and C._narrow_stat(op, C._BF16), op
+        assert not C._narrow_stat(op, C._F32)
+    assert not C._narrow_stat("dot", C._F16) and not C._narrow_stat("argmax", C._BF16)
     with pytest.raises(RuntimeError, match="floating point"):
         C._family_check("mean", "mean", C._I64, "fast", False)  # torch: mean of integers needs dtype=
     with pytest.raises(TypeError, match="dtype"):

@@ -441,9 +441,8 @@ def test_norm1_has_the_sums_modes(dtype):
             s = fr.sum(x.abs(), dim=dim, mode=mode, **wide)
             assert r.dtype == s.dtype and torch.equal(r, s), (shape, dim, mode)
             close(r, torch.linalg.vector_norm(x.double(), 1, dim=dim), r.dtype)
-    if wide:
-        with pytest.raises(RuntimeError, match="rounded twice"):
-            fr.norm(_seeded((100,), dtype), 1, mode="exact")
+    if wide:  # in their own type too, rounded once (test_narrow_statistics_in_every_mode_...)
+        assert fr.norm(_seeded((100,), dtype), 1, mode="exact").dtype == dtype
         assert fr.norm(_seeded((100,), dtype), 1, mode="reproducible").dtype == dtype
     with pytest.raises(RuntimeError, match="no form of this op" if dtype == torch.float64 else "one contiguous output"):
         fr.norm(_seeded((100, 7), dtype), 2, dim=1, mode="exact", **wide)
@@ -473,9 +472,8 @@ def test_norm2_has_the_exact_modes_to_one_value(dtype):
         want = struct.unpack("f", struct.pack("f", math.sqrt(math.fsum(a * a for a in values))))[0]
         assert fr.norm(v, 2, mode="exact", **wide).item() == want
         assert fr.norm(v, 2, dim=tuple(range(v.dim())), mode="reproducible", **wide).item() == want
-    if wide:
-        with pytest.raises(RuntimeError, match="rounded twice"):
-            fr.norm(_seeded((100,), dtype), 2, mode="exact")
+    if wide:  # in their own type too, rounded once (test_narrow_statistics_in_every_mode_...)
+        assert fr.norm(_seeded((100,), dtype), 2, mode="exact").dtype == dtype
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -512,12 +510,10 @@ def test_mean_has_the_sums_modes(dtype):
                 assert r.item() == best, (r.item(), best)
             else:
                 assert r.item() == float(exact)
-    if wide:
-        with pytest.raises(RuntimeError, match="rounded twice"):
-            fr.mean(_seeded((100,), dtype), mode="exact")
+    if wide:  # in their own type too, rounded once (test_narrow_statistics_in_every_mode_...)
+        assert fr.mean(_seeded((100,), dtype), mode="exact").dtype == dtype
         assert fr.mean(_seeded((100,), dtype), mode="reproducible").dtype == dtype
-    with pytest.raises(RuntimeError, match="rounded twice" if wide else "no form of this op" if dtype == torch.float64
-                       else "one contiguous output"):
+    with pytest.raises(RuntimeError, match="no form of this op" if dtype == torch.float64 else "one contiguous output"):
         fr.var(_seeded((100, 3), dtype), dim=0, mode="exact")
 
 
@@ -628,8 +624,8 @@ def test_dot_has_the_exact_modes():
 def test_var_std_have_the_exact_modes_to_one_value():
     """var/std of float32 to one value in both modes: N = n sum x^2 - (sum x)^2 exactly (Python
     integers), rounded once to double, divided by n and by n - correction, the square root for std,
-    rounded to float32; every length, offset, correction and a strided view; float16/bfloat16 in
-    exact mode and float64 refused, along a dim too."""
+    rounded to float32; every length, offset, correction and a strided view; float64 refused, and
+    every type along a dim (float16/bfloat16: test_narrow_statistics_in_every_mode_...)."""
     import struct
     def want(x, correction, root):
         values = x.double().cpu().flatten().tolist()
@@ -661,8 +657,9 @@ def test_var_std_have_the_exact_modes_to_one_value():
     with pytest.raises(RuntimeError, match="one contiguous output"):
         fr.var(x, dim=1, mode="exact")
     for dtype in (torch.float16, torch.bfloat16):
-        with pytest.raises(RuntimeError, match="convert the inputs to float32"):
-            fr.var(_seeded((10,), dtype), mode="exact")
+        assert fr.var(_seeded((10,), dtype), mode="exact").dtype == dtype
+        with pytest.raises(RuntimeError, match="one contiguous output"):
+            fr.var(_seeded((10, 3), dtype), dim=0, mode="exact")
     with pytest.raises(RuntimeError, match="float64"):
         fr.std(_seeded((10,), torch.float64), mode="reproducible")
 
@@ -1026,8 +1023,15 @@ _NARROW_TABLES = {}
 
 def _exact_rounded_narrow(values, dtype):
     """The exact sum of float16/bfloat16 values (as a NumPy float array), rounded once to nearest
-    even into `dtype` (a torch dtype): the nearest of all finite values of the type, found by
-    bisection over the 65536 bit patterns, ties to the even pattern, past the range infinity."""
+    even into `dtype` (a torch dtype): _nearest_narrow of the sum."""
+    from fractions import Fraction
+    return _nearest_narrow(sum((Fraction(float(v)) for v in values.tolist()), Fraction(0)), dtype)
+
+
+def _nearest_narrow(exact, dtype):
+    """A Fraction rounded once to nearest even into `dtype` (float16 or bfloat16): the nearest of
+    all finite values of the type, found by bisection over the 65536 bit patterns, ties to the even
+    pattern, past the range infinity."""
     import bisect
     from fractions import Fraction
     if dtype not in _NARROW_TABLES:
@@ -1036,7 +1040,6 @@ def _exact_rounded_narrow(values, dtype):
                         key=lambda t: t[0])
         _NARROW_TABLES[dtype] = ([Fraction(v) for v, _ in finite], [v for v, _ in finite], [b for _, b in finite])
     keys, floats, patterns = _NARROW_TABLES[dtype]
-    exact = sum((Fraction(float(v)) for v in values.tolist()), Fraction(0))
     largest = keys[-1]
     ulp = largest - keys[-2]
     if abs(exact) >= largest + ulp / 2:
@@ -1128,3 +1131,94 @@ def test_narrow_results_are_rounded_once_by_the_engine(dtype, op):
     out = torch.empty(257, device=DEV, dtype=dtype)
     assert fn(x, dim=1, out=out) is out and torch.equal(out, fn(x, dim=1))
     assert fn(x, dim=1, keepdim=True).shape == (257, 1)
+
+
+def _bits(t):
+    return t.view(torch.int16).item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_narrow_statistics_in_every_mode_are_rounded_once_by_the_engine(dtype):
+    """float16/bfloat16 mean, L1 and L2 norms, var and std in the reproducible and exact modes come
+    out of the engine in the input's own type, with no conversion kernel after it. Exact mode's mean
+    and L1 norm are the exact value rounded once (0 ulp against Fractions), 1-D and along dims; the
+    L2 norm, variance and standard deviation (both modes, one value) the engine's double (the exact
+    sum of squares, or n S2 - S1^2 exactly, rounded once to double, divided; the square root)
+    rounded once; the reproducible mean and L1 norm within an ulp of exact, a row's bits its own."""
+    from fractions import Fraction
+    seed = random.randrange(1 << 30)
+    g = torch.Generator(device=DEV).manual_seed(seed)
+
+    def spread(shape):  # both signs, magnitudes over 2^-8 .. 2^8
+        scale = 2.0 ** torch.randint(-8, 9, shape, generator=g, device=DEV)
+        return ((torch.rand(shape, generator=g, device=DEV) - 0.5) * scale).to(dtype)
+
+    def near(got, want):  # adjacent or equal bit patterns of one sign
+        a, b = _bits(got), _bits(want)
+        return a == b or ((a < 0) == (b < 0) and abs(a - b) == 1)
+
+    for n in (1, 2, 33, 4097, 100003):
+        for offset in (0, 1):
+            x = spread((n + offset,))[offset:]
+            values = [Fraction(v) for v in x.double().cpu().tolist()]
+            s1, s1abs, s2 = sum(values), sum(abs(v) for v in values), sum(v * v for v in values)
+            exact_mean, exact_l1 = _nearest_narrow(s1 / n, dtype), _nearest_narrow(s1abs, dtype)
+            got = fr.mean(x, mode="exact")
+            assert got.dtype == dtype and got.item() == exact_mean, (n, offset, got.item(), exact_mean, "seed", seed)
+            got = fr.norm(x, 1, mode="exact")
+            assert got.dtype == dtype and got.item() == exact_l1, (n, offset, got.item(), exact_l1, "seed", seed)
+            for op, want in ((fr.mean, exact_mean), (lambda v, mode: fr.norm(v, 1, mode=mode), exact_l1)):
+                got = op(x, mode="reproducible")
+                assert got.dtype == dtype and near(got, torch.tensor(want, dtype=dtype)), (n, offset, "seed", seed)
+            l2 = _nearest_narrow(Fraction(math.sqrt(float(s2))), dtype)
+            for mode in ("exact", "reproducible"):
+                got = fr.norm(x, 2, mode=mode)
+                assert got.dtype == dtype and got.item() == l2, (n, offset, mode, got.item(), l2, "seed", seed)
+            for correction in range(min(n, 3)):
+                v = (float(n * s2 - s1 * s1) / n) / (n - correction)  # int / int: rounded once to double
+                for mode in ("exact", "reproducible"):
+                    for f, value in ((fr.var, v), (fr.std, math.sqrt(v))):
+                        want = _nearest_narrow(Fraction(value), dtype)
+                        got = f(x, correction=correction, mode=mode)
+                        assert got.dtype == dtype and got.item() == want, (f.__name__, n, offset, correction, mode,
+                                                                           got.item(), want, "seed", seed)
+    # Data whose statistic a rounding through float would get wrong (the float lands on a midpoint
+    # of the narrow type): each checked to tell the two roundings apart.
+    import struct
+    crafted = {torch.float16: [("norm2", [1, 2 ** -5, 2 ** -11, 2 ** -20]), ("var", [2, -2 ** -11])],
+               torch.bfloat16: [("norm2", [1, 2 ** -4, 2 ** -4, 2 ** -8, 2 ** -20])]}[dtype]
+    for op, values in crafted:
+        fv = [Fraction(v) for v in values]
+        if op == "norm2":
+            v = math.sqrt(float(sum(a * a for a in fv)))
+        else:  # correction 0
+            v = (float(len(fv) * sum(a * a for a in fv) - sum(fv) ** 2) / len(fv)) / len(fv)
+        once = _nearest_narrow(Fraction(v), dtype)
+        through_float = _nearest_narrow(Fraction(struct.unpack("f", struct.pack("f", v))[0]), dtype)
+        assert once != through_float, (op, values)
+        x = torch.tensor(values, dtype=torch.float64).to(dtype).to(DEV)
+        for mode in ("exact", "reproducible"):
+            got = fr.norm(x, 2, mode=mode) if op == "norm2" else fr.var(x, correction=0, mode=mode)
+            assert got.item() == once, (op, values, mode, got.item(), once, through_float)
+    # Along dims: every output its own exact value rounded once; a row alone has the row's bits.
+    x = spread((67, 301))
+    rows = [[Fraction(v) for v in r] for r in x.double().cpu().tolist()]
+    for dim, lines in ((1, rows), (0, [list(c) for c in zip(*rows)])):
+        got = fr.mean(x, dim=dim, mode="exact")
+        want = [_nearest_narrow(sum(line) / len(line), dtype) for line in lines]
+        assert got.dtype == dtype and got.cpu().tolist() == want, (dim, "seed", seed)
+        got = fr.norm(x, 1, dim=dim, mode="exact")
+        want = [_nearest_narrow(sum(abs(v) for v in line), dtype) for line in lines]
+        assert got.dtype == dtype and got.cpu().tolist() == want, (dim, "seed", seed)
+    r = fr.mean(x, dim=1, mode="reproducible")
+    assert r.dtype == dtype and _bits(r[7]) == _bits(fr.mean(x[7].clone(), mode="reproducible"))
+    # No conversion kernel after the engine's (the float32 result and .to() launched one).
+    y = spread((4097,))
+    for call in (lambda: fr.mean(y, mode="exact"), lambda: fr.var(y, mode="reproducible"),
+                 lambda: fr.norm(y, 2, mode="exact"), lambda: fr.mean(x, dim=0, mode="reproducible")):
+        found = _kernels_of(call)
+        if found is None:
+            pytest.skip("torch.profiler records no CUDA kernels here")
+        assert found and not any("elementwise" in k for k in found), found
+    converted = _kernels_of(lambda: fr.mean(y, mode="exact", dtype=torch.float32).to(dtype))
+    assert any("elementwise" in k for k in converted), converted  # what a conversion shows

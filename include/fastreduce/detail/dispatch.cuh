@@ -283,10 +283,11 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
     } else if constexpr (kTermSum<R>) {
       out.exact = true;  // Mode::Reproducible too: the exact result is reproducible
       KernelFacts main{}, finish{};
-      if (cudaError_t e = kernel_facts<exact_terms_kernel<T, kLaneTermOf<R>>, kReproThreads>(device, main); e != cudaSuccess) {
+      using O = typename R::Out;
+      if (cudaError_t e = kernel_facts<exact_terms_kernel<T, kLaneTermOf<R>, O>, kReproThreads>(device, main); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact sum of squares or products)");
       }
-      if (cudaError_t e = kernel_facts<exact_terms_finish_kernel<kLaneTermOf<R>>, kReproThreads>(device, finish);
+      if (cudaError_t e = kernel_facts<exact_terms_finish_kernel<kLaneTermOf<R>, O>, kReproThreads>(device, finish);
           e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact sum of squares or products: combine)");
       }
@@ -300,7 +301,8 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
       if (cudaError_t e = kernel_facts<exact_moments_kernel<T>, kReproThreads>(device, moments); e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact variance: moments)");
       }
-      if (cudaError_t e = kernel_facts<exact_variance_finish_kernel<float>, kReproThreads>(device, finish); e != cudaSuccess) {
+      if (cudaError_t e = kernel_facts<exact_variance_finish_kernel<typename R::Out>, kReproThreads>(device, finish);
+          e != cudaSuccess) {
         return fail(e, "no kernel image for this GPU (exact variance: combine)");
       }
       route_reproducible(moments.blocks_per_sm, primitives::kExactRowWords<float> + primitives::kExactRowWords<double>,
@@ -429,7 +431,7 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
     } else if constexpr (kTermSum<R>) {
       using T = typename R::Input;
       constexpr LaneTerm kTerm = kLaneTermOf<R>;
-      static_assert(std::is_same_v<typename R::Out, float>, "the exact L2 norm's and dot product's result is a float");
+      using O = typename R::Out;  // float, or (Narrowed) the L2 norm's in a half input's own type
       auto* rows = static_cast<unsigned long long*>(d_temp);
       const T* y = nullptr;
       bool aligned = reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
@@ -437,23 +439,22 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
         y = in.y;
         aligned = aligned && reinterpret_cast<std::uintptr_t>(in.y) % 16 == 0;
       }
-      const TermArgs<T> args{in.x, y, n, plan.repro.tiles, aligned, rows, d_out};
-      cudaError_t status = launch(exact_terms_kernel<T, kTerm>, r.grid, kReproThreads, 0, stream, false, args);
+      const TermArgs<T, O> args{in.x, y, n, plan.repro.tiles, aligned, rows, d_out};
+      cudaError_t status = launch(exact_terms_kernel<T, kTerm, O>, r.grid, kReproThreads, 0, stream, false, args);
       if (status == cudaSuccess && r.combine_kernel) {
-        status = launch(exact_terms_finish_kernel<kTerm>, 1, kReproThreads, 0, stream, r.dependent_launch,
+        status = launch(exact_terms_finish_kernel<kTerm, O>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(rows), r.grid, d_out);
       }
       return status;
     } else if constexpr (kVarianceSum<R>) {
       using T = typename R::Input;
-      static_assert(std::is_same_v<typename R::Out, float>, "the exact variance's result is a float");
       auto* sum_rows = static_cast<unsigned long long*>(d_temp);
       auto* square_rows = sum_rows + std::size_t(r.grid) * primitives::kExactRowWords<float>;
       const MomentArgs<T> args{in.x, n, plan.repro.tiles, reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0, sum_rows,
                                square_rows};
       cudaError_t status = launch(exact_moments_kernel<T>, r.grid, kReproThreads, 0, stream, false, args);
-      if (status == cudaSuccess) {
-        status = launch(exact_variance_finish_kernel<float>, 1, kReproThreads, 0, stream, r.dependent_launch,
+      if (status == cudaSuccess) {  // the result: float, or (Narrowed) half or bfloat16, rounded once from double
+        status = launch(exact_variance_finish_kernel<typename R::Out>, 1, kReproThreads, 0, stream, r.dependent_launch,
                         static_cast<const unsigned long long*>(sum_rows), static_cast<const unsigned long long*>(square_rows),
                         r.grid, std::uint64_t(n), std::int64_t(red.finish.correction), red.finish.root, d_out);
       }

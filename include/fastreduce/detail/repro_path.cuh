@@ -569,8 +569,9 @@ __global__ void __launch_bounds__(kReproThreads) repro_finish_kernel(const unsig
 
 // The sums of squares and products (the L2 norm and the dot product of float, half and bfloat16
 // inputs, in Mode::Exact and Mode::Reproducible): x and (products) y, n elements in `tiles` tiles;
-// `aligned`: both 16-byte aligned.
-template <class T>
+// `aligned`: both 16-byte aligned. O: the result's type (float; the L2 norm of half and bfloat16
+// inputs also in their own type).
+template <class T, class O = float>
 struct TermArgs {
   const T* x;
   const T* y;  // LaneTerm::Product only
@@ -578,7 +579,7 @@ struct TermArgs {
   std::size_t tiles;
   bool aligned;
   unsigned long long* rows;  // per block: its accumulator's limbs and its special-value flags
-  float* out;
+  O* out;
 };
 
 // The exact sum of rows[0 .. count) (rows of the double format: squares or products) rounded once
@@ -596,17 +597,18 @@ __device__ __forceinline__ bool rounded_term_rows(const unsigned long long* rows
 
 // One block adds rows[0 .. count) and stores the result:
 // - Square (the L2 norm): the square root of the exact sum of squares, the sum rounded once to
-//   double, its square root rounded to double, then to float (within an ulp of the correctly
-//   rounded norm; the bits a function of the data alone);
+//   double, its square root rounded to double, then once to O (float, half or bfloat16: within an
+//   ulp of the correctly rounded norm; the bits a function of the data alone);
 // - Product (the dot product): the exact sum of the products rounded once to float (correctly
 //   rounded).
-template <LaneTerm Term>
+template <LaneTerm Term, class O>
 __device__ __forceinline__ void finish_term_rows(const unsigned long long* rows, unsigned count,
-                                                 ReproShared<double>& shared, float* out) {
+                                                 ReproShared<double>& shared, O* out) {
   static_assert(Term != LaneTerm::Element);
+  static_assert(std::is_same_v<O, float> || Term == LaneTerm::Square, "the exact dot product's result is a float");
   if constexpr (Term == LaneTerm::Square) {
     double squares = 0.0;
-    if (rounded_term_rows(rows, count, shared, squares)) *out = __double2float_rn(__dsqrt_rn(squares));
+    if (rounded_term_rows(rows, count, shared, squares)) *out = primitives::narrow_double<O>(__dsqrt_rn(squares));
   } else {
     float sum = 0.0f;
     if (rounded_term_rows(rows, count, shared, sum)) *out = sum;
@@ -616,8 +618,8 @@ __device__ __forceinline__ void finish_term_rows(const unsigned long long* rows,
 // Each block adds the squares or products of its tiles exactly (the exact double lanes, as a
 // double sum's) and stores its row; a grid of one block finishes its own row, a larger one leaves
 // the rows to exact_terms_finish_kernel.
-template <class T, LaneTerm Term>
-__global__ void __launch_bounds__(kReproThreads, 2) exact_terms_kernel(TermArgs<T> args) {
+template <class T, LaneTerm Term, class O = float>
+__global__ void __launch_bounds__(kReproThreads, 2) exact_terms_kernel(TermArgs<T, O> args) {
   __shared__ ReproShared<double> shared;
   const ReproSpan<T> spans[1] = {{args.x, args.n, args.tiles, args.aligned, args.y}};
   repro_block_row<T, 1, true, false, Term>(spans, args.rows, shared);
@@ -625,9 +627,9 @@ __global__ void __launch_bounds__(kReproThreads, 2) exact_terms_kernel(TermArgs<
 }
 
 // One block, after exact_terms_kernel's grid.
-template <LaneTerm Term>
+template <LaneTerm Term, class O = float>
 __global__ void __launch_bounds__(kReproThreads) exact_terms_finish_kernel(const unsigned long long* rows, unsigned count,
-                                                                           float* out) {
+                                                                           O* out) {
   __shared__ ReproShared<double> shared;
   primitives::wait_for_prior_grid();
   finish_term_rows<Term>(rows, count, shared, out);
@@ -639,8 +641,9 @@ __global__ void __launch_bounds__(kReproThreads) exact_terms_finish_kernel(const
 // input; then, in one thread, N = n S2 - S1^2 exactly in integers (units of 2^-298, below which no
 // square of these types has a bit), N rounded once to double, divided by n and then by
 // n - correction in double (each correctly rounded), the standard deviation its square root in
-// double, and the result rounded to float: within an ulp of the correctly rounded value, and the
-// bits a function of the data alone.
+// double, and the result rounded once to float (or, for a result in a half input's own type, to
+// half or bfloat16): within an ulp of the correctly rounded value, and the bits a function of the
+// data alone.
 template <class T>
 struct MomentArgs {
   const T* x;
@@ -703,8 +706,8 @@ __global__ void __launch_bounds__(kReproThreads, 2) exact_moments_kernel(MomentA
 }
 
 // One block, after the pass: the variance (root: the standard deviation) of the n elements
-// whose rows these are, into *out. NaN for n <= correction, or where any element is NaN or
-// infinite.
+// whose rows these are, into *out (float, or half or bfloat16). NaN for n <= correction, or where
+// any element is NaN or infinite.
 template <class Out = float>
 __global__ void __launch_bounds__(kReproThreads) exact_variance_finish_kernel(const unsigned long long* sum_rows,
                                                                               const unsigned long long* square_rows,
@@ -726,7 +729,7 @@ __global__ void __launch_bounds__(kReproThreads) exact_variance_finish_kernel(co
                                                             primitives::ExactSum<double>::kLimbs, n);
     v = __ddiv_rn(__ddiv_rn(numerator, static_cast<double>(n)), divisor);
   }
-  *out = static_cast<Out>(root ? __dsqrt_rn(v) : v);
+  *out = primitives::narrow_double<Out>(root ? __dsqrt_rn(v) : v);
 }
 
 }  // namespace fastreduce::engine

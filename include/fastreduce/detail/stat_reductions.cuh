@@ -355,4 +355,35 @@ inline constexpr bool kProductSum<Transformed<T, T, MultiplyWide, Sum, double, F
     (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
     std::is_same_v<F, Cast<stat_t<T>>>;
 
+// ---------------------------------------------------------------------------------------------
+// A statistic or norm of __half or __nv_bfloat16 inputs written in the input's own type (the
+// results torch gives these types), rounded once when written, by the kernel that writes it:
+// - the fast kernels round R's float result (project) to nearest even;
+// - Mode::Reproducible and Mode::Exact round what their float result is rounded from: the mean and
+//   the L1 norm their exact (or compensated) value, directly into the narrow type (the exact mean
+//   and L1 norm correctly rounded), the variance, standard deviation and L2 norm the double their
+//   finish computes.
+// The traits that choose those modes' kernels (kMeanSum, ...) are R's.
+template <class R>
+struct Narrowed : R {
+  using Out = typename R::Input;
+  static_assert(std::is_same_v<Out, __half> || std::is_same_v<Out, __nv_bfloat16>,
+                "results in the input's own type are for half and bfloat16 inputs");
+  static_assert(std::is_same_v<typename R::Out, float>, "a statistic of the half types is a float");
+  // (The Sum has its own narrow result, Builtin's O; the exact dot product's result is a float.)
+  static_assert(!is_builtin_v<R> && !kProductSum<R>, "Narrowed is for the statistics and norms");
+  __device__ __forceinline__ Narrowed at(const Out* first) const { return Narrowed{R::at(first)}; }
+  __host__ __device__ __forceinline__ Out project(const typename R::Partial& p) const {
+    return primitives::narrow_float<Out>(R::project(p));
+  }
+};
+template <class R>
+inline constexpr bool kMeanSum<Narrowed<R>> = kMeanSum<R>;
+template <class R>
+inline constexpr bool kMagnitudeSum<Narrowed<R>> = kMagnitudeSum<R>;
+template <class R>
+inline constexpr bool kSquareSum<Narrowed<R>> = kSquareSum<R>;
+template <class R>
+inline constexpr bool kVarianceSum<Narrowed<R>> = kVarianceSum<R>;
+
 }  // namespace fastreduce::engine

@@ -138,6 +138,16 @@ __host__ __device__ __forceinline__ O narrow_float(float x) {
   else return __float2bfloat16_rn(x);
 }
 
+// A double rounded once to nearest even into O: float, or __half or __nv_bfloat16 (no float
+// between, which would round twice).
+template <class O>
+__host__ __device__ __forceinline__ O narrow_double(double x) {
+  static_assert(std::is_same_v<O, float> || std::is_same_v<O, __half> || std::is_same_v<O, __nv_bfloat16>);
+  if constexpr (std::is_same_v<O, float>) return static_cast<float>(x);
+  else if constexpr (std::is_same_v<O, __half>) return __double2half(x);
+  else return __double2bfloat16(x);
+}
+
 // One vector's elements combined pairwise (shorter chains than left to right), in accumulator A.
 template <class A, class T, unsigned V, class Op>
 __device__ __forceinline__ A reduce_vec(const Vec<T, V>& v, Op op) {
