@@ -94,6 +94,24 @@ FASTREDUCE_HOST_DEVICE TwoSum two_sum(double a, double b) {
   return {s, add_rn(sub_rn(a, sub_rn(s, z)), sub_rn(b, z))};
 }
 
+// The same in float's correctly rounded additions (the reproducible lanes' running sums, the half
+// types' mean checking its vector pairs).
+struct TwoSumFloat {
+  float sum;
+  float error;
+};
+FASTREDUCE_HOST_DEVICE TwoSumFloat two_sum_float(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  const float s = __fadd_rn(a, b);
+  const float z = __fsub_rn(s, a);
+  return {s, __fadd_rn(__fsub_rn(a, __fsub_rn(s, z)), __fsub_rn(b, z))};
+#else
+  const float s = a + b;
+  const float z = s - a;
+  return {s, (a - (s - z)) + (b - z)};
+#endif
+}
+
 // Mode::Exact's lanes. Every element's addition is kept only when it is exact; what would round
 // is handed on, to be added exactly to a fixed-point accumulator. So a lane's running sums, plus
 // everything handed on, equal the exact sum of its elements: nothing is rounded before the total.

@@ -87,11 +87,9 @@ struct FloatLane {
   float sum = 0.0f;
   double error = 0.0;
   __device__ __forceinline__ void add(float x) {
-    const float t = __fadd_rn(sum, x);
-    const float z = __fsub_rn(t, sum);
-    const float e = __fadd_rn(__fsub_rn(sum, __fsub_rn(t, z)), __fsub_rn(x, z));
-    error = __dadd_rn(error, static_cast<double>(e));
-    sum = t;
+    const primitives::TwoSumFloat t = primitives::two_sum_float(sum, x);
+    error = __dadd_rn(error, static_cast<double>(t.error));
+    sum = t.sum;
   }
 };
 

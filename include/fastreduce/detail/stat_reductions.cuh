@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "fastreduce/detail/exact_arith.hpp"
 #include "fastreduce/detail/reduction.cuh"
 #include "fastreduce/ops.cuh"
 
@@ -180,10 +181,9 @@ struct SumMeanReduction {
 #pragma unroll
       for (unsigned k = 0; k < V / 2; ++k) {
         const float a = static_cast<float>(v.elem[2 * k]), b = static_cast<float>(v.elem[2 * k + 1]);
-        const float sum = a + b;
-        const float b_part = sum - a;
-        exact = exact && (a - (sum - b_part)) + (b - b_part) == 0.0f && (fabsf(sum) >= FLT_MIN || a == -b);
-        pairs[k] = static_cast<double>(sum);
+        const primitives::TwoSumFloat t = primitives::two_sum_float(a, b);
+        exact = exact && t.error == 0.0f && (fabsf(t.sum) >= FLT_MIN || a == -b);
+        pairs[k] = static_cast<double>(t.sum);
       }
       if (exact) return {s.sum + pairwise_in_order(pairs, Sum{}), s.count + static_cast<std::int64_t>(V)};
     }
