@@ -257,14 +257,23 @@ def _check_mode(name, mode, op=None, code=None, want=None):
     float16/bfloat16 input's own type: a dtype= that converts the elements first, or a result
     narrower than the input, would round twice)."""
     m = _mode_code(name, mode)
-    if m != 0 and op == "prod" and code not in _INTEGER:
+    if m != 0 and op == "prod" and (code not in _INTEGER or (want is not None and want not in _INTEGER)):
         raise RuntimeError(f"fastreduce.{name}: {mode} mode has no floating-point prod (it makes sums "
                            f"{mode}; integer ops, amin and amax are exact in every mode)")
     if m == 2 and op == "sum" and code in _FLOATS and want not in _EXACT_INTO.get(code, ()):
         raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact sum of the input's values once, into "
                            f"the input's type or a wider float, not {_dtype_name(want) if want is not None else want} "
                            f"for {_dtype_name(code)} input (a second rounding would not be exact)")
+    if m == 2 and op == "sum" and code in _INTEGER and want in _FLOATS and code not in _INTS_EXACT_IN[want]:
+        raise RuntimeError(f"fastreduce.{name}: mode='exact' would round each {_dtype_name(code)} element into "
+                           f"{_dtype_name(want)} before the exact sum's own rounding (sum into int64, or a float "
+                           "that holds every value of the input)")
     return m
+
+
+# The integer types whose every value a float type holds.
+_INTS_EXACT_IN = {_F16: (_BOOL, _I8, _U8), _BF16: (_BOOL, _I8, _U8), _F32: (_BOOL, _I8, _U8, _I16, _U16),
+                  _F64: (_BOOL, _I8, _U8, _I16, _U16, _I32, _U32)}
 
 
 # Plans of torch calls read in place, by (op, dtype, shape, strides, dim, keepdim, mode): a repeated
@@ -300,7 +309,8 @@ def _torch_input(torch, name, x, dtype, op=None):
     """x (converted to dtype where the engine cannot read it as it is: float16/bfloat16 are read
     as they are for float32, and for op's 64-bit results int32/uint32 as they are, which the
     engine accumulates in: _result_kind's _RESULT_WIDE), its type code, the table from codes to
-    dtypes and the dtype asked for (None)."""
+    dtypes and the dtype asked for (None). Integer sums and products into another integer dtype
+    are read as they are too: the engine's result, cast, has the same bits."""
     if not x.is_cuda:
         raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
     codes, by_code = _torch_tables(torch)
@@ -310,8 +320,12 @@ def _torch_input(torch, name, x, dtype, op=None):
     if dtype is not None:
         if dtype not in codes:
             raise TypeError(f"fastreduce.{name}: unsupported dtype {dtype}")
+        # integer sums and products into another integer type (not bool): the engine's wider (or
+        # equal) result cast afterwards has the same bits, modulo 2^bits, without a copy first
         read_as_is = ((code in _NARROW and dtype == torch.float32)
-                      or _result_kind(op, code, codes[dtype]) == _RESULT_WIDE)
+                      or _result_kind(op, code, codes[dtype]) == _RESULT_WIDE
+                      or (op in ("sum", "prod") and code in _INTEGER and code != _BOOL
+                          and codes[dtype] in _INTEGER and codes[dtype] != _BOOL))
         if not read_as_is and dtype != x.dtype:
             x = x.to(dtype)
             code = codes[dtype]
@@ -356,6 +370,8 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     else:
         key = None
     in_code = _torch_tables(torch)[0].get(x.dtype) if isinstance(x, torch.Tensor) else None  # before any dtype=
+    if dtype is not None and isinstance(dtype, torch.dtype):  # the mode's rules before any conversion
+        _check_mode(name, mode, op, in_code, _torch_tables(torch)[0].get(dtype))
     x, code, by_code, want = _torch_input(torch, name, x, dtype, op)
     if want is None:  # (int32 and uint32 sums: int64, accumulated so by the engine)
         want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
@@ -383,14 +399,7 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
                    _OPS[op], 0, 0, x, dim, keepdim, mode)
     if result.dtype != want:
         result = result.to(want)
-    if out is not None:
-        if not isinstance(out, torch.Tensor) or out.device != x.device:
-            raise RuntimeError(f"fastreduce.{name}: out must be a tensor on {x.device}")
-        if tuple(out.shape) != tuple(result.shape):
-            raise RuntimeError(f"fastreduce.{name}: out has shape {tuple(out.shape)}, the result {tuple(result.shape)}")
-        out.copy_(result)
-        return out
-    return result
+    return _write_out(torch, name, result, out, mode)
 
 
 def _cai_view(name, x):
@@ -462,12 +471,7 @@ def _reduce_cupy(cupy, name, op, x, dim, keepdim, dtype, out, mode):
             _cupy_captured.append((x, keep, result))
         if result.dtype != want:
             result = result.astype(want)
-        if out is not None:
-            if tuple(out.shape) != tuple(result.shape):
-                raise RuntimeError(f"fastreduce.{name}: out has shape {tuple(out.shape)}, the result {tuple(result.shape)}")
-            out[...] = result
-            return out
-        return result
+        return _write_out(None, name, result, out, mode)
 
 
 def _dtype_name(code):
@@ -482,12 +486,10 @@ def _reduce(name, op, x, dim, keepdim, dtype, out, mode):
     if torch is not None and isinstance(x, torch.Tensor):
         if _torch_op is None:
             _register_torch_op(torch)
+        dtype = _out_dtype(torch, name, op, x, out, dtype)
         if _in_graph(torch) and _torch_op:
             r = torch.ops.fastreduce.reduce(x, list(_dims(dim, x.dim(), name)), keepdim, op, mode, dtype)
-            if out is None:
-                return r
-            out.copy_(r)
-            return out
+            return _write_out(torch, name, r, out, mode)
         return _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(x, cupy.ndarray):
@@ -676,7 +678,9 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     and bfloat16 too: the engine rounds into them itself), a function of the data alone. The work
     is enqueued on the framework's current stream; nothing waits. float16/bfloat16 results and
     int32/uint32 sums in 64 bits are written by the engine itself, with no conversion before or
-    after it (dtype= other than those, and out=, still convert).
+    after it (other float dtype= convert the input first). out: an array of the result's shape;
+    for torch tensors its dtype is the dtype (torch's rule), for CuPy arrays the result is cast
+    into it (NumPy's), but not with mode="exact" where that would round again.
     """
     if dtype is None and out is None:
         r = _planned("sum", x, dim, keepdim, mode)
@@ -686,7 +690,8 @@ def sum(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
 
 
 def prod(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
-    """Product of the elements of x over dim, like torch.prod (integers multiply into int64)."""
+    """Product of the elements of x over dim, like torch.prod (integers multiply into int64); out
+    as sum's."""
     if dtype is None and out is None:
         r = _planned("prod", x, dim, keepdim, mode)
         if r is not None:
@@ -695,7 +700,8 @@ def prod(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
 
 
 def amin(x, dim=None, keepdim=False, *, out=None, mode="fast"):
-    """Minimum over dim, like torch.amin: NaN propagates; the result has x's dtype."""
+    """Minimum over dim, like torch.amin: NaN propagates; the result has x's dtype (and so must a
+    torch out=; a CuPy out is cast into)."""
     if out is None:
         r = _planned("amin", x, dim, keepdim, mode)
         if r is not None:
@@ -704,7 +710,8 @@ def amin(x, dim=None, keepdim=False, *, out=None, mode="fast"):
 
 
 def amax(x, dim=None, keepdim=False, *, out=None, mode="fast"):
-    """Maximum over dim, like torch.amax: NaN propagates; the result has x's dtype."""
+    """Maximum over dim, like torch.amax: NaN propagates; the result has x's dtype (out as
+    amin's)."""
     if out is None:
         r = _planned("amax", x, dim, keepdim, mode)
         if r is not None:
@@ -737,37 +744,41 @@ def max(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     return _family("max", "argmax", x, None, dim, keepdim, 0, None, mode, values=True, out=out)
 
 
-def argmax(x, dim=None, keepdim=False, *, mode="fast"):
+def argmax(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     """Index (int64) of the maximum, like torch.argmax: along dim (an int), or with dim=None the
     index into x flattened (row-major, whatever x's strides). The first index wins on ties; NaN
     counts as the maximum. Integer, float and half inputs (float16/bfloat16 compared as float32,
-    which is exact). Every mode gives the same, exact, result."""
-    r = _fplanned("argmax", 0, False, x, dim, keepdim, mode)
-    if r is not None:
-        return r
-    return _family("argmax", "argmax", x, None, dim, keepdim, 0, None, mode)
+    which is exact). Every mode gives the same, exact, result. out: an int64 array of the
+    result's shape (written as torch's out=, after the call's checks)."""
+    if out is None:
+        r = _fplanned("argmax", 0, False, x, dim, keepdim, mode)
+        if r is not None:
+            return r
+    return _family("argmax", "argmax", x, None, dim, keepdim, 0, None, mode, out=out)
 
 
-def argmin(x, dim=None, keepdim=False, *, mode="fast"):
+def argmin(x, dim=None, keepdim=False, *, out=None, mode="fast"):
     """Index (int64) of the minimum, like torch.argmin (see argmax)."""
-    r = _fplanned("argmin", 0, False, x, dim, keepdim, mode)
-    if r is not None:
-        return r
-    return _family("argmin", "argmin", x, None, dim, keepdim, 0, None, mode)
+    if out is None:
+        r = _fplanned("argmin", 0, False, x, dim, keepdim, mode)
+        if r is not None:
+            return r
+    return _family("argmin", "argmin", x, None, dim, keepdim, 0, None, mode, out=out)
 
 
-def mean(x, dim=None, keepdim=False, *, dtype=None, mode="fast"):
+def mean(x, dim=None, keepdim=False, *, dtype=None, out=None, mode="fast"):
     """Mean over dim (an int, a tuple, None for all), like torch.mean: floating-point inputs only
     (integers need dtype=, as in torch); float16/bfloat16 accumulate in double and return their
     own type (or dtype=float32 with no conversion of the input). NaN for no element.
     Floating-point inputs have the sum's modes: mode="reproducible" (the same bits on every GPU)
     and mode="exact" (the exact sum divided by the count, rounded once into the result's type:
-    float16/bfloat16 too, by the engine itself)."""
-    if dtype is None:
+    float16/bfloat16 too, by the engine itself). out: as var's (torch: its floating-point dtype is
+    the dtype where dtype= is not given; CuPy: the result cast into it)."""
+    if dtype is None and out is None:
         r = _fplanned("mean", 0, False, x, dim, keepdim, mode)
         if r is not None:
             return r
-    return _family("mean", "mean", x, None, dim, keepdim, 0, dtype, mode)
+    return _family("mean", "mean", x, None, dim, keepdim, 0, dtype, mode, out=out)
 
 
 def _correction(name, correction, unbiased):
@@ -785,7 +796,7 @@ def _correction(name, correction, unbiased):
     return int(correction)
 
 
-def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
+def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, out=None, mode="fast"):
     """Variance over dim, like torch.var: M2 / (n - correction), correction=1 by default
     (unbiased=True/False is the older spelling of 1/0); where n <= correction, torch's M2 / 0: inf
     (NaN where M2 = 0). One pass,
@@ -795,28 +806,31 @@ def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fas
     sums, in integers, rounded once to double, divided by n and by n - correction, then rounded
     once to float32 (within an ulp of the correctly rounded variance); float16/bfloat16 the same,
     rounded once from that double into their own type by the engine; along a dim, or for float64,
-    RuntimeError."""
+    RuntimeError. out: of the result's shape; a torch out's (floating-point) dtype is the dtype the
+    input is read in, as torch's; CuPy casts into it, as NumPy."""
     param = _correction("var", correction, unbiased)
-    r = _fplanned("var", param, False, x, dim, keepdim, mode)
-    if r is not None:
-        return r
-    return _family("var", "var", x, None, dim, keepdim, param, None, mode)
+    if out is None:
+        r = _fplanned("var", param, False, x, dim, keepdim, mode)
+        if r is not None:
+            return r
+    return _family("var", "var", x, None, dim, keepdim, param, None, mode, out=out)
 
 
-def std(x, dim=None, *, correction=None, keepdim=False, unbiased=None, mode="fast"):
-    """Standard deviation over dim, like torch.std: the square root of var's (the modes as var's:
-    the square root taken in double before the one rounding into the result's type)."""
+def std(x, dim=None, *, correction=None, keepdim=False, unbiased=None, out=None, mode="fast"):
+    """Standard deviation over dim, like torch.std: the square root of var's (the modes and out as
+    var's: the square root taken in double before the one rounding into the result's type)."""
     param = _correction("std", correction, unbiased)
-    r = _fplanned("std", param, False, x, dim, keepdim, mode)
-    if r is not None:
-        return r
-    return _family("std", "std", x, None, dim, keepdim, param, None, mode)
+    if out is None:
+        r = _fplanned("std", param, False, x, dim, keepdim, mode)
+        if r is not None:
+            return r
+    return _family("std", "std", x, None, dim, keepdim, param, None, mode, out=out)
 
 
 _NORMS = {1: "norm1", 2: "norm2", "fro": "norm2", math.inf: "norminf"}
 
 
-def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
+def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, out=None, mode="fast"):
     """Vector norm over dim, like torch.linalg.vector_norm (and torch.norm's vector norms):
     p (or ord) 1, 2 ("fro" too) or inf. Floating-point inputs only (integers need dtype=); the
     result has x's dtype; L2 of doubles is scaled (Blue's sums: no overflow or underflow).
@@ -826,31 +840,31 @@ def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, mode="fast"):
     bfloat16 inputs reduced to one value (dim=None or every dim of a contiguous array): the square
     root of the exact sum of squares, rounded once from double into the result's type, within an
     ulp of the correctly rounded norm, the same bits in both modes; along a dim, or for float64,
-    RuntimeError."""
+    RuntimeError. out: of the result's shape and dtype (torch; CuPy casts into it, as NumPy)."""
     if ord is not None:
         p = ord
     which = _NORMS.get(p) if not isinstance(p, bool) else None
     if which is None:
         raise ValueError(f"fastreduce.norm: p must be 1, 2, 'fro' or inf, got {p!r}")
-    if dtype is None:
+    if dtype is None and out is None:
         r = _fplanned(which, 0, False, x, dim, keepdim, mode)
         if r is not None:
             return r
-    return _family("norm", which, x, None, dim, keepdim, 0, dtype, mode)
+    return _family("norm", which, x, None, dim, keepdim, 0, dtype, mode, out=out)
 
 
-def dot(a, b, *, mode="fast"):
+def dot(a, b, *, out=None, mode="fast"):
     """Dot product of two 1-D arrays of one floating-point dtype and length, like torch.dot
     (accumulated in double; the result, 0-d, has their dtype). mode="exact" and
     mode="reproducible" (the same kernel and bits) for float32: the exact sum of the products
     rounded once; float16/bfloat16 inputs in exact mode: convert them to float32 (exact);
-    float64: RuntimeError."""
-    return _family("dot", "dot", a, b, None, False, 0, None, mode)
+    float64: RuntimeError. out: a 0-d array of the result's dtype (torch; CuPy casts into it)."""
+    return _family("dot", "dot", a, b, None, False, 0, None, mode, out=out)
 
 
-def vdot(a, b, *, mode="fast"):
+def vdot(a, b, *, out=None, mode="fast"):
     """torch.vdot for real arrays: the same as dot (complex inputs are not supported)."""
-    return _family("vdot", "dot", a, b, None, False, 0, None, mode)
+    return _family("vdot", "dot", a, b, None, False, 0, None, mode, out=out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -996,6 +1010,7 @@ def _family(name, op, x, y, dim, keepdim, param, dtype, mode, values=False, out=
     if torch is not None and isinstance(x, torch.Tensor):
         if _torch_op is None:
             _register_torch_op(torch)
+        dtype = _out_dtype(torch, name, op, x, out, dtype)
         if _in_graph(torch) and _torch_op:
             d = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
             if values:
@@ -1003,9 +1018,9 @@ def _family(name, op, x, y, dim, keepdim, param, dtype, mode, values=False, out=
                 r = _torch_pair(torch, op, pair)
             else:
                 r = torch.ops.fastreduce.family(x, y, d, keepdim, op, param, mode, dtype)
-            return _family_out(torch, name, r, out)
-        return _family_out(torch, name, _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, values),
-                           out)
+            return _write_out(torch, name, r, out, mode)
+        return _write_out(torch, name, _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, values),
+                          out, mode)
     cupy = sys.modules.get("cupy")
     jax = sys.modules.get("jax")
     if jax is not None and isinstance(x, jax.Array):
@@ -1017,29 +1032,116 @@ def _family(name, op, x, y, dim, keepdim, param, dtype, mode, values=False, out=
             import cupy  # other CUDA arrays (Numba, ...): viewed and answered through CuPy
             x = cupy.asarray(x)
             y = cupy.asarray(y) if y is not None and hasattr(y, "__cuda_array_interface__") else y
-        return _family_out(None, name, _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values),
-                           out)
+        r = _family_cupy(cupy, name, op, x, y, dim, keepdim, param, dtype, mode, values)
+        with cupy.cuda.Device(x.device.id):  # the copy on the current stream of x's device, as the reduction
+            return _write_out(None, name, r, out, mode)
     if hasattr(x, "__dlpack__"):
         raise TypeError(f"fastreduce.{name}: expected a CUDA array (torch, CuPy, JAX, Numba), got {type(x).__name__} "
                         "(a CPU array?)")
     raise TypeError(f"fastreduce.{name}: expected a CUDA array (torch, CuPy, JAX, Numba), got {type(x).__name__}")
 
 
-def _family_out(torch, name, r, out):
+# Ops whose out= gives the result's dtype where dtype= is not given (torch's rule): sum, prod,
+# mean, var and std; the input is then read in that dtype, as with dtype=. (CuPy arrays follow
+# NumPy: the result, of its own dtype, is cast into out.)
+_OUT_IS_DTYPE = ("sum", "prod", "mean", "var", "std")
+_STATS = ("mean", "var", "std")
+
+
+def _out_dtype(torch, name, op, x, out, dtype):
+    """dtype= as a torch out= makes it: out's dtype for the ops of _OUT_IS_DTYPE when dtype= is
+    None and out's is not the default result's (then None: no conversion); a dtype= that out's
+    differs from, and an integer out of a statistic, are refused. Statistics of integer inputs keep
+    dtype=None, so that _family_check refuses them as torch does. Checked before anything runs, as
+    _write_out's checks of out itself are."""
+    if out is None or op not in _OUT_IS_DTYPE:
+        return dtype
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"fastreduce.{name}: out must be a tensor, got {type(out).__name__}")
+    if op in _STATS:
+        if not out.dtype.is_floating_point:
+            raise RuntimeError(f"fastreduce.{name}: out must have a floating-point dtype, got {out.dtype}")
+        if dtype is None and not x.dtype.is_floating_point:
+            return None  # torch: the input must be floating-point, or dtype= given
+    if dtype is None:
+        return None if out.dtype == _default_result(torch, op, x) else out.dtype
+    if dtype != out.dtype:
+        raise RuntimeError(f"fastreduce.{name}: Expected out tensor to have dtype {dtype}, but got {out.dtype} "
+                           "instead")
+    return dtype
+
+
+def _default_result(torch, op, x):
+    """The dtype of op's result for torch tensor x without dtype= (sum, prod, mean, var, std;
+    None where there is none: statistics of integers, an unsupported dtype)."""
+    codes, by_code = _torch_tables(torch)
+    code = codes.get(x.dtype)
+    if code is None or (op in _STATS and code not in _FLOATS):
+        return None
+    if op in _STATS or code in _NARROW:
+        return x.dtype
+    return by_code[_result_code(op, code)]
+
+
+def _write_out(torch, name, r, out, mode):
+    """r (an array, or a (values, indices) pair) into out (an array, or a pair), returned; r itself
+    where out is None. torch tensors as torch's out=: tensors on r's device, of r's shape and
+    dtype, none an inference tensor outside inference mode or with elements that share memory.
+    CuPy arrays as NumPy's: arrays of r's type on r's device, of r's shape, r cast into out's
+    dtype, but not with mode='exact' where the cast would round a floating-point result again.
+    Everything is checked before out is written."""
     if out is None:
         return r
-    pairs = tuple(out) if isinstance(r, tuple) else (out,)
     results = tuple(r) if isinstance(r, tuple) else (r,)
-    if len(pairs) != len(results):
-        raise TypeError(f"fastreduce.{name}: out must be a tuple of {len(results)} arrays")
+    if isinstance(r, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(results):
+            raise TypeError(f"fastreduce.{name}: out must be a tuple of {len(results)} arrays")
+        pairs = tuple(out)
+    else:
+        pairs = (out,)
     for o, v in zip(pairs, results):
+        if torch is not None:
+            if not isinstance(o, torch.Tensor):
+                raise TypeError(f"fastreduce.{name}: out must be a tensor, got {type(o).__name__}")
+            if o.device != v.device:
+                raise RuntimeError(f"fastreduce.{name}: out must be a tensor on {v.device}, got one on {o.device}")
+            if o.dtype != v.dtype:
+                raise RuntimeError(f"fastreduce.{name}: Expected out tensor to have dtype {v.dtype}, but got "
+                                   f"{o.dtype} instead")
+            if not _in_graph(torch):  # (a compiled graph's copy_ is checked by torch itself)
+                if o.is_inference() and not torch.is_inference_mode_enabled():
+                    raise RuntimeError(f"fastreduce.{name}: out is an inference tensor, written outside inference "
+                                       "mode")
+                if o.numel() > 1 and torch._debug_has_internal_overlap(o) != 0:
+                    raise RuntimeError(f"fastreduce.{name}: out has elements that share memory (an expanded view?)")
+        else:
+            if not isinstance(o, type(v)):
+                raise TypeError(f"fastreduce.{name}: out must be a {_type_name(v)}, as the result, got {_type_name(o)}")
+            device = getattr(getattr(v, "device", None), "id", None)
+            if getattr(getattr(o, "device", None), "id", None) != device:
+                raise RuntimeError(f"fastreduce.{name}: out must be an array on device {device}")
+            if (mode == "exact" and o.dtype != v.dtype and v.dtype.kind == "f"
+                    and not _np_can_cast_safely(v.dtype, o.dtype)):
+                raise RuntimeError(f"fastreduce.{name}: mode='exact' rounds the exact result once, into {v.dtype}: "
+                                   f"an out of dtype {o.dtype} would round it again (pass an out of {v.dtype})")
         if tuple(o.shape) != tuple(v.shape):
             raise RuntimeError(f"fastreduce.{name}: out has shape {tuple(o.shape)}, the result {tuple(v.shape)}")
+    for o, v in zip(pairs, results):
         if torch is not None:
             o.copy_(v)
         else:
             o[...] = v
     return out
+
+
+def _type_name(a):
+    """cupy.ndarray, numpy.ndarray, ...: the top module and the class."""
+    return f"{type(a).__module__.split('.')[0]}.{type(a).__name__}"
+
+
+def _np_can_cast_safely(a, b):
+    import numpy
+    return numpy.can_cast(a, b, "safe")
 
 
 def _dot_check(name, xs, ys, xdt, ydt):

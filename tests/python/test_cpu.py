@@ -4,6 +4,7 @@ import ast
 import inspect
 import math
 import pathlib
+import types
 
 import pytest
 
@@ -132,6 +133,78 @@ def test_stubs_match_the_functions(name):
 def test_every_op_has_a_docstring(name):
     doc = getattr(fr, name).__doc__
     assert doc and ("torch" in doc or "fastreduce" in doc), name
+
+
+def test_every_reduction_takes_out():
+    for name in ALL[:-1]:
+        assert "out" in inspect.signature(getattr(fr, name)).parameters, name
+
+
+class _Array:
+    """A stand-in for a CuPy array: a shape, a dtype and what was written into it."""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype, self.written = shape, dtype, None
+
+    def __setitem__(self, key, value):
+        assert key is Ellipsis
+        self.written = value
+
+
+def test_out_is_checked_before_it_is_written():
+    r = _Array((3, 4))
+    for out, error, message in ((_Array((4, 3)), RuntimeError, "shape"), ([1.0], TypeError, "_Array, as the result, got builtins.list"),
+                                ((_Array((3, 4)), _Array((3, 4))), TypeError, "_Array, as the result, got builtins.tuple")):
+        with pytest.raises(error, match=message):
+            _api._write_out(None, "mean", r, out, "fast")
+        for o in out if isinstance(out, tuple) else (out,):
+            assert getattr(o, "written", None) is None
+    elsewhere = _Array((3, 4))
+    elsewhere.device = types.SimpleNamespace(id=1)
+    with pytest.raises(RuntimeError, match="on device None"):
+        _api._write_out(None, "mean", r, elsewhere, "fast")
+    assert elsewhere.written is None
+    pair = (_Array((3,)), _Array((3,), "int64"))
+    for out in (_Array((3,)), (_Array((3,)),), (_Array((3,)), _Array((4,), "int64"))):
+        with pytest.raises((TypeError, RuntimeError), match="tuple of 2|shape"):
+            _api._write_out(None, "max", pair, out, "fast")
+        assert all(o.written is None for o in (out if isinstance(out, tuple) else (out,)))
+    good = _Array((3, 4))
+    assert _api._write_out(None, "mean", r, good, "fast") is good and good.written is r
+    assert _api._write_out(None, "mean", r, None, "fast") is r
+    outs = (_Array((3,)), _Array((3,), "int64"))
+    assert _api._write_out(None, "max", pair, outs, "fast") is outs
+    assert outs[0].written is pair[0] and outs[1].written is pair[1]
+
+
+def test_exact_sums_of_integers_into_floats_that_hold_them():
+    C = _api
+    for code, want in ((C._I8, C._F16), (C._U8, C._BF16), (C._I16, C._F32), (C._U16, C._F32), (C._I32, C._F64),
+                       (C._U32, C._F64), (C._BOOL, C._F16), (C._I64, C._I64), (C._I32, C._I64)):
+        assert C._check_mode("sum", "exact", "sum", code, want) == 2
+    for code, want in ((C._I16, C._F16), (C._I16, C._BF16), (C._I32, C._F32), (C._I64, C._F64), (C._U64, C._F64)):
+        with pytest.raises(RuntimeError, match="would round each"):
+            C._check_mode("sum", "exact", "sum", code, want)
+        assert C._check_mode("sum", "reproducible", "sum", code, want) == 1  # the same bits every time
+    with pytest.raises(RuntimeError, match="no floating-point prod"):
+        C._check_mode("prod", "reproducible", "prod", C._I32, C._F64)  # integers multiplied as doubles
+    assert C._check_mode("prod", "exact", "prod", C._I32, C._I64) == 2
+
+
+def test_a_cupy_out_takes_the_result_cast_as_numpy():
+    numpy = pytest.importorskip("numpy")
+    r = numpy.ones(3, numpy.float32)
+    for mode in ("fast", "reproducible"):
+        o = numpy.zeros(3, numpy.float16)
+        assert _api._write_out(None, "mean", r, o, mode) is o and (o == 1).all()
+    o = numpy.zeros(3, numpy.float16)
+    with pytest.raises(RuntimeError, match="round it again"):
+        _api._write_out(None, "mean", r, o, "exact")
+    assert (o == 0).all()
+    o = numpy.zeros(3, numpy.float64)
+    assert _api._write_out(None, "mean", r, o, "exact") is o and (o == 1).all()
+    o = numpy.zeros(3, numpy.float64)  # an exact integer sum is rounded once by the cast
+    assert _api._write_out(None, "sum", numpy.ones(3, numpy.int64), o, "exact") is o and (o == 1).all()
 
 
 @pytest.mark.parametrize("call", [

@@ -750,7 +750,187 @@ def test_family_errors_and_dtypes():
     vals, idx = torch.empty(6, device=DEV), torch.empty(6, device=DEV, dtype=torch.int64)
     r = fr.max(x, 0, out=(vals, idx))
     assert r[0] is vals and torch.equal(idx, torch.argmax(x, dim=0))
+    vals.fill_(-3)
+    for bad in (torch.empty(6, device=DEV), torch.zeros(1, dtype=torch.int64, device=DEV).expand(6),
+                torch.empty(5, dtype=torch.int64, device=DEV)):  # a wrong second out: the first is not written
+        with pytest.raises(RuntimeError):
+            fr.max(x, 0, out=(vals, bad))
+        assert (vals == -3).all()
     assert fr.argmax(torch.tensor(3.0, device=DEV)).item() == 0  # 0-d, as torch
+
+
+def _raises(call):
+    try:
+        call()
+    except (RuntimeError, TypeError):
+        return True
+    return False
+
+
+# Every op with out=: (fastreduce's call, torch's call, the result's dtype for float32 input).
+_OUT_CALLS = [
+    (lambda x, y, **k: fr.sum(x, 1, **k), lambda x, y, **k: torch.sum(x, 1, **k), torch.float32),
+    (lambda x, y, **k: fr.prod(x, 1, **k), lambda x, y, **k: torch.prod(x, 1, **k), torch.float32),
+    (lambda x, y, **k: fr.amax(x, 1, **k), lambda x, y, **k: torch.amax(x, 1, **k), torch.float32),
+    (lambda x, y, **k: fr.amin(x, 1, **k), lambda x, y, **k: torch.amin(x, 1, **k), torch.float32),
+    (lambda x, y, **k: fr.argmax(x, 1, **k), lambda x, y, **k: torch.argmax(x, 1, **k), torch.int64),
+    (lambda x, y, **k: fr.argmin(x, 1, **k), lambda x, y, **k: torch.argmin(x, 1, **k), torch.int64),
+    (lambda x, y, **k: fr.mean(x, 1, **k), lambda x, y, **k: torch.mean(x, 1, **k), torch.float32),
+    (lambda x, y, **k: fr.var(x, 1, **k), lambda x, y, **k: torch.var(x, 1, **k), torch.float32),
+    (lambda x, y, **k: fr.std(x, 1, correction=0, **k), lambda x, y, **k: torch.std(x, 1, correction=0, **k),
+     torch.float32),
+    (lambda x, y, **k: fr.norm(x, 1, 1, **k), lambda x, y, **k: torch.linalg.vector_norm(x, 1, 1, **k),
+     torch.float32),
+    (lambda x, y, **k: fr.norm(x, 2, 1, **k), lambda x, y, **k: torch.linalg.vector_norm(x, 2, 1, **k),
+     torch.float32),
+    (lambda x, y, **k: fr.norm(x, math.inf, 1, **k), lambda x, y, **k: torch.linalg.vector_norm(x, math.inf, 1, **k),
+     torch.float32),
+    (lambda x, y, **k: fr.dot(x[0], y[0], **k), lambda x, y, **k: torch.dot(x[0], y[0], **k), torch.float32),
+    (lambda x, y, **k: fr.vdot(x[0], y[0], **k), lambda x, y, **k: torch.vdot(x[0], y[0], **k), torch.float32),
+]
+
+
+@pytest.mark.parametrize("which", range(len(_OUT_CALLS)))
+def test_out_on_every_op_as_torch(which):
+    """out= on every op: the result written into out (poisoned first) and out returned; a dtype
+    torch refuses refused (RuntimeError), a wrong shape or device refused, out untouched then; sum,
+    prod and mean take out's dtype as torch does (the result computed in it)."""
+    fn, ref, acc = _OUT_CALLS[which]
+    x = _seeded((37, 1001)) * (0.02 if which == 1 else 0.5) + (1.0 if which == 1 else 0.0)  # prod: near 1
+    y = _seeded((37, 1001))
+    want = fn(x, y)
+    assert want.dtype == acc and want.shape == ref(x, y).shape
+    out = torch.full(want.shape, -7, dtype=acc, device=DEV)
+    assert fn(x, y, out=out) is out
+    assert torch.equal(out, want), which
+    for bad in (torch.float64, torch.float16, torch.int64, torch.float32):
+        if bad == acc:
+            continue
+        o = torch.full(want.shape, 3, dtype=bad, device=DEV)
+        # torch takes it (out's dtype is the dtype), but for an integer out of mean, which torch
+        # fills with a mean computed in integers and fastreduce refuses
+        theirs = o.clone()
+        if not _raises(lambda: ref(x, y, out=theirs)) and not (which == 6 and not bad.is_floating_point):
+            assert which in (0, 1, 6, 7, 8), ("torch takes an out of", bad, which)  # sum prod mean var std
+            assert fn(x, y, out=o) is o
+            assert torch.equal(o, fn(x.to(bad), y)), (which, bad)  # the input read in out's dtype
+            if bad.is_floating_point:  # torch's own out= of that dtype, to the dtype's precision
+                tol = 1e-12 if bad == torch.float64 else 2e-3
+                assert torch.allclose(o.double(), theirs.double(), rtol=tol, atol=tol), (which, bad)
+            else:
+                assert torch.equal(o, theirs), (which, bad)
+            continue
+        with pytest.raises(RuntimeError, match="out tensor to have dtype|out must have a floating"):
+            fn(x, y, out=o)
+        assert (o == 3).all()
+    o = torch.full((3,), 5, dtype=acc, device=DEV)
+    with pytest.raises(RuntimeError, match="shape"):
+        fn(x, y, out=o)
+    o = torch.full(tuple(want.shape), 5, dtype=acc)  # on the host
+    with pytest.raises(RuntimeError, match="on cuda"):
+        fn(x, y, out=o)
+    assert (o == 5).all()
+    with pytest.raises(TypeError, match="out must be"):
+        fn(x, y, out=[1.0])
+    if want.dim() > 0:
+        shared = torch.full((1,), 6, dtype=acc, device=DEV).expand(want.shape)  # one element seen many times
+        with pytest.raises(RuntimeError, match="share memory"):
+            fn(x, y, out=shared)
+        assert (shared == 6).all()
+    with torch.inference_mode():
+        frozen = torch.full(want.shape, 6, dtype=acc, device=DEV)
+    with pytest.raises(RuntimeError, match="inference"):
+        fn(x, y, out=frozen)
+    assert (frozen == 6).all()
+    if which in (0, 6):  # a dtype= out's dtype differs from: torch's error
+        o = torch.zeros(want.shape, dtype=torch.float64, device=DEV)
+        assert _raises(lambda: ref(x, y, dtype=torch.float32, out=o))
+        with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+            fn(x, y, dtype=torch.float32, out=o)
+
+
+def test_out_keeps_exact_results_rounded_once():
+    """mode='exact' with out=: out's dtype is the result's (sum and mean: it is dtype=), so an
+    out narrower than the input's values is refused, not written through a second rounding; an
+    int8 sum into an int64 out reads the input as it is."""
+    x = _seeded((64, 999))
+    for fn in (fr.sum, fr.mean):
+        o = torch.full((64,), 9, dtype=torch.float16, device=DEV)
+        with pytest.raises(RuntimeError, match="rounded|rounds"):
+            fn(x, 1, out=o, mode="exact")
+        assert (o == 9).all()
+        o = torch.empty(64, dtype=torch.float64, device=DEV)
+        assert torch.equal(fn(x, 1, out=o, mode="exact"), fn(x, 1, dtype=torch.float64, mode="exact"))
+    with pytest.raises(RuntimeError, match="rounded twice"):
+        fr.var(x, out=torch.empty((), dtype=torch.float16, device=DEV), mode="exact")
+    h = x.to(torch.bfloat16)
+    o = torch.empty(64, dtype=torch.bfloat16, device=DEV)
+    assert torch.equal(fr.norm(h, 1, 1, out=o, mode="exact"), fr.norm(h, 1, 1, mode="exact"))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        fr.norm(h, 1, out=torch.empty((), dtype=torch.float32, device=DEV), mode="exact")
+    o = torch.empty((), dtype=torch.float32, device=DEV)  # var's out dtype is its dtype: bfloat16 -> float32 exact
+    assert torch.equal(fr.var(h, out=o, mode="exact"), fr.var(h.float(), mode="exact"))
+    i = rand((64, 999), torch.int8, 5)
+    o = torch.empty(64, dtype=torch.int64, device=DEV)
+    assert torch.equal(fr.sum(i, 1, out=o), torch.sum(i, 1))
+    w = rand((64, 999), torch.int32, 6) * 300000  # values a float32 does not hold
+    o = torch.full((64,), 7.0, device=DEV)
+    with pytest.raises(RuntimeError, match="would round each"):
+        fr.sum(w, 1, out=o, mode="exact")
+    assert (o == 7).all()
+    h16 = rand((64, 999), torch.int16, 7)  # every int16 is a float32: the exact sum rounded once
+    o = torch.empty(64, device=DEV)
+    assert torch.equal(fr.sum(h16, 1, out=o, mode="exact"), torch.sum(h16, 1).float())
+    with pytest.raises(RuntimeError, match="no floating-point prod"):
+        fr.prod(h16, 1, out=torch.empty(64, dtype=torch.float64, device=DEV), mode="reproducible")
+
+
+def test_integer_sums_into_other_integers_read_the_input_as_it_is():
+    """dtype= (or a torch out=) of another integer type: the engine's sum or product cast, the
+    same bits as torch's (modular), with no copy of the input first (the allocator's peak)."""
+    x = rand((1 << 22,), torch.int8, 11).view(256, -1)
+    for op, dt in (("sum", torch.int16), ("sum", torch.uint8), ("prod", torch.int32), ("sum", torch.int32)):
+        fn, ref = getattr(fr, op), getattr(torch, op)
+        want = ref(x, 1, dtype=dt)
+        assert torch.equal(fn(x, 1, dtype=dt), want), (op, dt)
+        o = torch.empty(256, dtype=dt, device=DEV)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        assert fn(x, 1, out=o) is o and torch.equal(o, want), (op, dt)
+        torch.cuda.synchronize()
+        assert torch.cuda.max_memory_allocated() - base < x.numel(), (op, dt)  # no converted copy
+    big = (rand((4096,), torch.int64, 12) + 2 ** 40).view(64, 64)
+    assert torch.equal(fr.sum(big, 1, dtype=torch.int32), torch.sum(big, 1, dtype=torch.int32))
+
+
+def test_cupy_out_as_numpy():
+    cupy = pytest.importorskip("cupy")
+    numpy = pytest.importorskip("numpy")
+    x = cupy.random.default_rng(random.randrange(1 << 30)).random((64, 999), dtype=cupy.float32)
+    u = cupy.arange(64 * 999, dtype=cupy.uint16).reshape(64, 999)
+    o = cupy.empty(64, dtype=cupy.int64)
+    assert fr.sum(u, 1, out=o) is o and (o.get() == u.get().sum(axis=1)).all()  # uint64 cast into int64
+    o = cupy.empty(64, dtype=cupy.float16)
+    assert fr.mean(x, 1, out=o) is o and (o == fr.mean(x, 1).astype(cupy.float16)).all()
+    o = cupy.full(64, 5, dtype=cupy.float16)
+    with pytest.raises(RuntimeError, match="round it again"):
+        fr.mean(x, 1, out=o, mode="exact")
+    with pytest.raises(RuntimeError, match="round it again"):
+        fr.sum(x, 1, out=o, mode="exact")
+    assert (o == 5).all()
+    o = cupy.empty(64, dtype=cupy.float64)
+    assert fr.sum(x, 1, out=o, mode="exact") is o and (o == fr.sum(x, 1, mode="exact")).all()
+    vals, idx = cupy.empty(64, dtype=cupy.float32), cupy.empty(64, dtype=cupy.int64)
+    r = fr.max(x, 1, out=(vals, idx))
+    assert r[0] is vals and (idx == x.argmax(axis=1)).all() and (vals == x.max(axis=1)).all()
+    host = numpy.zeros(64, dtype=numpy.int64)
+    vals[...] = -1
+    with pytest.raises(TypeError, match="out must be a cupy.ndarray, as the result, got numpy.ndarray"):
+        fr.max(x, 1, out=(vals, host))
+    assert (vals == -1).all() and (host == 0).all()
+    o = cupy.empty(64, dtype=cupy.int64)
+    assert fr.argmin(x, 1, out=o) is o and (o == x.argmin(axis=1)).all()
 
 
 def test_family_cached_plans_are_safe():
@@ -809,6 +989,26 @@ def test_family_torch_compile():
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and torch.allclose(g.double(), w.double(), atol=1e-5)
     assert hasattr(torch.ops.fastreduce, "family") and hasattr(torch.ops.fastreduce, "minmax")
+
+
+def test_torch_compile_with_out():
+    if not hasattr(torch, "compile"):
+        pytest.skip("torch.compile is not available")
+
+    def f(x, o, i, v, d):
+        fr.sum(x, 0, out=o)
+        fr.argmax(x, 1, out=i)
+        fr.var(x, 1, out=v)
+        fr.mean(x, 1, out=d)  # float64: the input read as float64
+        return o * 2
+
+    x = _seeded((128, 33))
+    o, i, v = torch.empty(33, device=DEV), torch.empty(128, dtype=torch.int64, device=DEV), torch.empty(128, device=DEV)
+    d = torch.empty(128, dtype=torch.float64, device=DEV)
+    got = torch.compile(f, fullgraph=True)(x, o, i, v, d)
+    assert torch.allclose(got, x.sum(dim=0) * 2, atol=1e-4) and torch.equal(o, fr.sum(x, 0))
+    assert torch.equal(i, x.argmax(dim=1)) and torch.allclose(v, x.var(dim=1), rtol=1e-5)
+    assert torch.allclose(d, x.double().mean(dim=1), rtol=1e-14, atol=1e-15)
 
 
 # Each planned call of the C++ path (fastreduce._torch_core) and of the Python path: op, args, kwargs.
