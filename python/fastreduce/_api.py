@@ -374,7 +374,7 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
         _check_mode(name, mode, op, in_code, _torch_tables(torch)[0].get(dtype))
     x, code, by_code, want = _torch_input(torch, name, x, dtype, op)
     if want is None:  # (int32 and uint32 sums: int64, accumulated so by the engine)
-        want = by_code[_result_code(op, code)] if code not in _NARROW or op not in ("sum", "prod") else x.dtype
+        want = _default_result(torch, op, x)
     want_code = _torch_tables(torch)[0].get(want)
     mode_code = _check_mode(name, mode, op, in_code, want_code)
     # float16/bfloat16 results in their own type and int32/uint32 sums in int64 (torch's, no wrap):
@@ -1072,8 +1072,8 @@ def _out_dtype(torch, name, op, x, out, dtype):
 
 
 def _default_result(torch, op, x):
-    """The dtype of op's result for torch tensor x without dtype= (sum, prod, mean, var, std;
-    None where there is none: statistics of integers, an unsupported dtype)."""
+    """The dtype of op's result for torch tensor x without dtype= (sum, prod, amin, amax, mean, var,
+    std; None where there is none: statistics of integers, an unsupported dtype)."""
     codes, by_code = _torch_tables(torch)
     code = codes.get(x.dtype)
     if code is None or (op in _STATS and code not in _FLOATS):
