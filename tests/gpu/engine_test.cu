@@ -826,7 +826,9 @@ TEST(Engine, BlockingCallsCacheTheirStorageAndReleaseIt) {
 
 // The bench's interleaved timing: every contender gets its warm-up, then repetition r runs one
 // batch of each, rotated by r and reversed every other round; the call index counts on over all
-// calls; and each contender's time is its own (one that spins on the host is the slowest).
+// calls; and each contender's time is its own (one that spins on the host is the slowest). It
+// needs the GPU to itself: time-sliced between many processes, the two events of a batch can run
+// back to back after the host's 200 us (scripts/gpu-check.sh runs it alone).
 TEST(Bench, InterleavedTimingTakesTurnsAndKeepsEachContendersTime) {
   FASTREDUCE_REQUIRE_GPU();
   std::vector<std::pair<int, int>> log;  // (contender, call index), in the order of the calls

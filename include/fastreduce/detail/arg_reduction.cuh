@@ -62,6 +62,10 @@ struct ArgReduction {
   // block's pass over 2^16 floats in HBM take 10.5 us against 8.2-8.6 us for a small grid and its
   // combine (H100, bench --ops, 2026-11-27; docs/notes.md). At 2^14 and 2^15 it keeps one block.
   static constexpr std::size_t kOneBlockDivisor = 2;
+  // The columns kernel combines a column's lanes in groups of threads (axis_fast.cuh): over
+  // columns of 256 rows the walk of one thread a column held 41% of the stall cycles at the block's
+  // barrier (Nsight Compute, H100, 2026-11-28).
+  static constexpr bool kColumnGroups = true;
   Op op;
 
   // Strictly better than `than`, or NaN where `than` is not.
