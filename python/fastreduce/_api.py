@@ -305,18 +305,21 @@ def _forget_plans():
         _tc.forget()
 
 
-def _torch_input(torch, name, x, dtype, op=None):
+def _torch_input(torch, name, x, dtype, op=None, check=None):
     """x (converted to dtype where the engine cannot read it as it is: float16/bfloat16 are read
     as they are for float32, and for op's 64-bit results int32/uint32 as they are, which the
     engine accumulates in: _result_kind's _RESULT_WIDE), its type code, the table from codes to
-    dtypes and the dtype asked for (None). Integer sums and products into another integer dtype
-    are read as they are too: the engine's result, cast, has the same bits."""
+    dtypes, and what check(code) returned: check, given the code the engine will read, runs after
+    the type checks and before any conversion (a call the mode refuses copies nothing). Integer
+    sums and products into another integer dtype are read as they are too: the engine's result,
+    cast, has the same bits."""
     if not x.is_cuda:
         raise TypeError(f"fastreduce.{name}: expected a CUDA tensor, got one on {x.device}")
     codes, by_code = _torch_tables(torch)
     code = codes.get(x.dtype)
     if code is None:
         raise TypeError(f"fastreduce.{name}: unsupported dtype {x.dtype}")
+    convert = False
     if dtype is not None:
         if dtype not in codes:
             raise TypeError(f"fastreduce.{name}: unsupported dtype {dtype}")
@@ -326,10 +329,12 @@ def _torch_input(torch, name, x, dtype, op=None):
                       or _result_kind(op, code, codes[dtype]) == _RESULT_WIDE
                       or (op in ("sum", "prod") and code in _INTEGER and code != _BOOL
                           and codes[dtype] in _INTEGER and codes[dtype] != _BOOL))
-        if not read_as_is and dtype != x.dtype:
-            x = x.to(dtype)
-            code = codes[dtype]
-    return x, code, by_code, dtype
+        convert = not read_as_is and dtype != x.dtype
+    checked = check(codes[dtype] if convert else code) if check is not None else None
+    if convert:
+        x = x.to(dtype)
+        code = codes[dtype]
+    return x, code, by_code, checked
 
 
 def _torch_callbacks(torch, by_code, x, code, device):
@@ -369,14 +374,13 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
             return _run_plan(plan, x)
     else:
         key = None
-    in_code = _torch_tables(torch)[0].get(x.dtype) if isinstance(x, torch.Tensor) else None  # before any dtype=
-    if dtype is not None and isinstance(dtype, torch.dtype):  # the mode's rules before any conversion
-        _check_mode(name, mode, op, in_code, _torch_tables(torch)[0].get(dtype))
-    x, code, by_code, want = _torch_input(torch, name, x, dtype, op)
-    if want is None:  # (int32 and uint32 sums: int64, accumulated so by the engine)
-        want = _default_result(torch, op, x)
-    want_code = _torch_tables(torch)[0].get(want)
-    mode_code = _check_mode(name, mode, op, in_code, want_code)
+    codes = _torch_tables(torch)[0]
+    in_code = codes.get(x.dtype)  # before any dtype=
+    # (int32 and uint32 sums: int64, accumulated so by the engine)
+    want = dtype if dtype is not None else _default_result(torch, op, x)
+    x, code, by_code, mode_code = _torch_input(torch, name, x, dtype, op,
+                                               lambda _: _check_mode(name, mode, op, in_code, codes.get(want)))
+    want_code = codes.get(want)
     # float16/bfloat16 results in their own type and int32/uint32 sums in int64 (torch's, no wrap):
     # written so by the engine, with no conversion before or after it.
     kind = _result_kind(op, code, want_code)
@@ -1221,8 +1225,9 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
         key = None
     codes = _torch_tables(torch)[0]
     given, result = codes.get(x.dtype), codes.get(x.dtype if dtype is None else dtype)
-    x, code, by_code, want = _torch_input(torch, name, x, dtype)
-    mode_code = _family_check(name, op, code, mode, dtype is not None, given, result)
+    x, code, by_code, mode_code = _torch_input(
+        torch, name, x, dtype, check=lambda c: _family_check(name, op, c, mode, dtype is not None, given, result))
+    want = dtype
     device = x.device.index if x.device.index is not None else torch.cuda.current_device()
     ptr2 = 0
     if y is not None:

@@ -904,6 +904,36 @@ def test_integer_sums_into_other_integers_read_the_input_as_it_is():
     assert torch.equal(fr.sum(big, 1, dtype=torch.int32), torch.sum(big, 1, dtype=torch.int32))
 
 
+def test_type_checks_come_before_the_mode_and_the_mode_before_any_copy():
+    """A host tensor is a TypeError whatever the mode says of its dtype=; a call the mode refuses
+    converts nothing first (the allocator's peak), for the sums and for the statistics."""
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        fr.sum(torch.ones(8), dtype=torch.float16, mode="exact")
+    with pytest.raises(TypeError, match="CUDA tensor"):
+        fr.norm(torch.ones(8, dtype=torch.float16), dtype=torch.float64, mode="reproducible")
+    h = rand((1 << 22,), torch.float16, 13)
+    i = rand((1 << 22,), torch.int32, 14)
+    for call in (lambda: fr.sum(h, dtype=torch.float64, mode="exact").item(),  # allowed: the control
+                 lambda: fr.norm(h, dtype=torch.float64, mode="reproducible"),
+                 lambda: fr.norm(h, dtype=torch.float64, mode="exact"),
+                 lambda: fr.sum(i, dtype=torch.float32, mode="exact"),
+                 lambda: fr.prod(i, dtype=torch.float64, mode="exact")):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        try:
+            call()
+            refused = False
+        except RuntimeError:
+            refused = True
+        torch.cuda.synchronize()
+        grew = torch.cuda.max_memory_allocated() - base
+        if refused:
+            assert grew == 0, grew
+        else:
+            assert grew > 0  # float16 into float64: the converted copy the test would see
+
+
 def test_cupy_out_as_numpy():
     cupy = pytest.importorskip("cupy")
     numpy = pytest.importorskip("numpy")
