@@ -7,7 +7,7 @@ same sizes, the way the CLI times (CUDA events around batches of back-to-back ca
 median batch, inputs rotated among slices beyond the L2), and prints one table; --out writes
 everything as JSON (docs/results/ops_<GPU>_<date>.json).
 
-  python3 scripts/bench_ops_torch.py --cli build/fastreduce --out docs/results/ops_H100_2026-11-25.json
+  python3 scripts/bench_ops_torch.py --cli build/fastreduce --out docs/results/ops_H100_2026-11-28.json
 """
 import argparse
 import json

@@ -82,8 +82,8 @@ inline constexpr primitives::ResultType kSumResultType =
     std::is_same_v<typename R::Out, acc_t<typename R::Input, Sum>> ? primitives::ResultType::Acc
                                                                    : primitives::kNarrowResult<typename R::Input>;
 
-// A reduction whose thread state is large takes blocks of 256 threads (or one that says so:
-// R::kHeavyState).
+// A reduction whose thread state is large takes kHeavySmall's and kHeavyLarge's shapes (or one
+// that says so: R::kHeavyState).
 template <class R>
 constexpr bool heavy_state() {
   if constexpr (requires { R::kHeavyState; }) return R::kHeavyState;

@@ -39,12 +39,16 @@ inline constexpr FastPolicy kLarge{.threads = 1024, .unroll = 4, .vectors_per_bl
 inline constexpr BulkPolicy kBulk{.threads = 512, .stages = 4, .stage_bytes = 32768};
 
 // Reductions whose thread state is large (an arg-extreme keeps its best element and its best
-// vector; the moments three sums): blocks of 256 threads, so that registers leave room for four
-// blocks an SM, with the load path's four loads in flight a thread. Chosen as the header-only
-// pass that matched CUB's ArgMax from 2^24 on an H100 (256 threads, 4 loads in flight; 2026-11-24,
-// docs/notes.md "Users' own operators"); the shares follow kSmall's and kLarge's 8 rounds a thread.
-inline constexpr FastPolicy kHeavySmall{.threads = 256, .unroll = 4, .vectors_per_block = 1024};
-inline constexpr FastPolicy kHeavyLarge{.threads = 256, .unroll = 4, .vectors_per_block = 2048};
+// vector; the moments three sums): kSmall's blocks of 512 threads x 4 loads above one block
+// (registers leave three blocks an SM; 1024 threads would leave one), a block per 4096 vectors on
+// the large path. Direct launches of the pass on an H100 over data beyond the L2
+// (scripts/probe/heavy_blocks.cu, docs/results/heavy_blocks_H100_2026-11-28.txt): argmax at 2^24
+// floats 30.5 us against 31.8 with the 256 x 4 blocks per 2048 vectors it replaced (six an SM),
+// 30.6 with 1024 x 2, 31.4 with 512 x 2; at 2^22 13.4 us per 4096 vectors against 13.9 per 2048
+// (256 x 4: 13.5); the variance 31.6 against 32.9 us at 2^24. On the small path the replaced
+// 256 x 4 per 1024 vectors was 0-3% faster in the same run (docs/notes.md).
+inline constexpr FastPolicy kHeavySmall = kSmall;
+inline constexpr FastPolicy kHeavyLarge{.threads = kSmall.threads, .unroll = kSmall.unroll, .vectors_per_block = 4096};
 inline constexpr std::size_t kHeavyStateBytes = 16;  // a thread state above this is large
 
 // The ordered path (ops that are not commutative): tiles of kOrderedRound sub-tiles of
