@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fastreduce/fastreduce.cuh"
@@ -122,6 +125,7 @@ int main() {
 #undef PROBE_SHAPE
     for (auto& [name, f] : runs) {
       const float us = probe::median_us(f, 20);
+      PROBE_OK(cudaGetLastError());  // a launch that failed is no fast shape
       std::printf("n=2^%d %-24s %8.2f us %7.1f GB/s\n", lg, name.c_str(), us, double(n) * sizeof(float) / us / 1e3);
     }
     PROBE_OK(cudaDeviceSynchronize());

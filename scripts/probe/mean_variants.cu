@@ -62,6 +62,8 @@ struct DoubleLanes : eng::SumMeanReduction<T> {
     return {s.sum + eng::pairwise_in_order(lanes, fr::Sum{}), s.count + static_cast<std::int64_t>(V)};
   }
 };
+// The heavy reductions' shapes (kHeavySmall, kHeavyLarge: 256-thread blocks when this probe ran,
+// 512 since 2026-11-28).
 template <class Base>
 struct Heavy : Base {
   static constexpr bool kHeavyState = true;

@@ -59,8 +59,9 @@ struct ArgReduction {
   // from its own thread, measured slower (2^24 rows of 1 float on an H100: 270 against 207 us).
   static constexpr bool kMapPath = false;
   // One block up to half the built-ins' bytes on sm_90: its thread state and index work made one
-  // block's pass over 2^16 floats in HBM take 10.5 us against 8.2-8.6 us for a small grid and its
-  // combine (H100, bench --ops, 2026-11-27; docs/notes.md). At 2^14 and 2^15 it keeps one block.
+  // block's pass over 2^16 floats in HBM take 10.5 us against 8.2-8.6 us for a small grid (then of
+  // 256-thread blocks) and its combine (H100, bench --ops, 2026-11-27; docs/notes.md). At 2^14 and
+  // 2^15 it keeps one block.
   static constexpr std::size_t kOneBlockDivisor = 2;
   // The columns kernel combines a column's lanes in groups of threads (axis_fast.cuh): over
   // columns of 256 rows the walk of one thread a column held 41% of the stall cycles at the block's
