@@ -1,14 +1,15 @@
 // The 1-D load pass of the reductions with a large thread state (ArgMax, the variance) in other
-// block shapes: threads x loads in flight, and vectors of input per block (the plan's grid is
-// min(vectors / per_block, resident blocks), as plan_fast's), launched directly (the pass, then
-// the combine kernel without programmatic dependent launch) beside the library's own calls and
-// CUB's ArgMax, same data, same run: CUDA events around batches of back-to-back calls, median of
-// 7 batches, inputs rotated among slices of 384 MB (beyond the L2). Built with
+// block shapes: threads x loads in flight, and vectors of input per block (planned by the
+// engine's plan_fast), launched directly (the pass, then the combine kernel without programmatic
+// dependent launch) beside the library's own calls and CUB's ArgMax, same data, same run: CUDA
+// events around batches of back-to-back calls, median of 7 batches, inputs rotated among slices
+// of 384 MB (beyond the L2; every slice 16-byte aligned, as the plan assumes). Built with
 // -DFASTREDUCE_BUILD_PROBES=ON (target heavy_blocks). Output of 2026-11-28 (H100):
 // docs/results/heavy_blocks_H100_2026-11-28.txt.
 #include <cub/cub.cuh>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -39,22 +40,22 @@ namespace {
 using ArgMaxR = eng::ArgReduction<float, fr::ArgMax>;
 using VarR = decltype(fr::reduction_of(std::type_identity<float>{}, fr::Var{}));
 
-// One shape of the pass: Threads x Unroll, a block per `per_block` vectors up to the resident blocks.
+// One shape of the pass: Threads x Unroll, a block per `per_block` vectors up to the resident
+// blocks, planned by the engine's own plan_fast.
 template <class R, unsigned Threads, unsigned Unroll>
 struct Shape {
   static constexpr auto kernel = eng::fast_reduce_kernel<Threads, Unroll, eng::kLoadHint, 4, R>;
-  unsigned grid = 1;
-  std::size_t share = 0, vectors = 0;
-  int blocks_per_sm = 0;
-  Shape(std::size_t n, int sms, std::size_t per_block) {
+  eng::FastPlan plan{};
+  Shape(const float* x, std::size_t n, int sms, unsigned per_block) {
+    int blocks_per_sm = 0;
     PROBE_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, Threads, 0));
-    vectors = n / 4;  // n a multiple of 4, the input 16-byte aligned: no head, no tail
-    grid = unsigned(std::clamp<std::size_t>((vectors + per_block - 1) / per_block, 1, std::size_t(sms) * blocks_per_sm));
-    share = ((vectors + grid - 1) / grid + Threads - 1) / Threads * Threads;
+    plan = eng::plan_fast(n, sizeof(float), reinterpret_cast<std::uintptr_t>(x), sizeof(typename R::Partial),
+                          eng::FastPolicy{.threads = Threads, .unroll = Unroll, .vectors_per_block = per_block}, sms,
+                          blocks_per_sm, 0, 4);
   }
   void operator()(const float* x, std::size_t n, typename R::Partial* partials, typename R::Out* out) const {
-    kernel<<<grid, Threads>>>(eng::FastArgs<R>{{x}, n, 0, vectors, share, partials, out, nullptr}, R{});
-    fr::primitives::combine_partials_kernel<Threads, R><<<1, Threads>>>(partials, grid, out, R{});
+    kernel<<<plan.grid, Threads>>>(eng::FastArgs<R>{{x}, n, plan.head, plan.vectors, plan.share, partials, out, nullptr}, R{});
+    fr::primitives::combine_partials_kernel<Threads, R><<<1, Threads>>>(partials, plan.grid, out, R{});
   }
 };
 
@@ -106,7 +107,7 @@ int main() {
     // The shapes (argmax, then the variance); a block per 2048 or 4096 vectors, or 1024.
 #define PROBE_SHAPE(R, T, U, P, name)                                                                    \
   {                                                                                                      \
-    const Shape<R, T, U> shape(n, sms, P);                                                               \
+    const Shape<R, T, U> shape(x, n, sms, P);                                                               \
     runs.push_back({std::string(name) + " " #T "x" #U "/" #P, [&, shape] {                               \
                       shape(next(), n, static_cast<R::Partial*>(partials), reinterpret_cast<R::Out*>(temp)); \
                     }});                                                                                 \
