@@ -93,6 +93,27 @@ TEST(EnginePlan, SummationDepthFollowsThePlan) {
   EXPECT_EQ(eng::bulk_depth(bulk, n, eng::kBulk, 2), bulk.stages_per_block * 4 + 2 + 1 + 1 + 10 + (1 + 10));
 }
 
+// The heavy reductions (arg-extremes, moments) work per element: a 2- or 1-byte input gets as
+// many blocks as a float input of as many elements, on both load paths; wider types keep the
+// share in bytes.
+TEST(EnginePlan, HeavySharesFollowTheElements) {
+  for (const eng::FastPolicy& p : {eng::kHeavySmall, eng::kHeavyLarge}) {
+    EXPECT_EQ(eng::per_element_share(p, 4).vectors_per_block, p.vectors_per_block);
+    EXPECT_EQ(eng::per_element_share(p, 8).vectors_per_block, p.vectors_per_block);
+    EXPECT_EQ(eng::per_element_share(p, 2).vectors_per_block, p.vectors_per_block / 2);
+    EXPECT_EQ(eng::per_element_share(p, 1).vectors_per_block, p.vectors_per_block / 4);
+    EXPECT_EQ(eng::per_element_share(p, 2).threads, p.threads);
+    EXPECT_EQ(eng::per_element_share(p, 2).unroll, p.unroll);
+  }
+  const std::size_t n = std::size_t(1) << 22;
+  const auto floats = eng::plan_fast(n, 4, 0, 32, eng::kHeavyLarge, 132, 3, 0);
+  const auto halves = eng::plan_fast(n, 2, 0, 32, eng::per_element_share(eng::kHeavyLarge, 2), 132, 3, 0);
+  const auto bytes = eng::plan_fast(n, 1, 0, 32, eng::per_element_share(eng::kHeavyLarge, 1), 132, 3, 0);
+  EXPECT_EQ(floats.grid, 256u);
+  EXPECT_EQ(halves.grid, floats.grid);
+  EXPECT_EQ(bytes.grid, floats.grid);
+}
+
 TEST(EnginePlan, MaxBlocksCapsTheGrid) {
   for (unsigned cap : {1u, 3u, 7u, 64u}) {
     const auto plan = eng::plan_fast(std::size_t(1) << 26, 4, 0, 4, eng::kSmall, 132, 8, cap);

@@ -372,6 +372,10 @@ TEST(Family, MeanVarianceStd) {
   check_everywhere<double>(fr::Std{2}, "double std(2)");
   check_everywhere<__half>(fr::Var{1}, "half var");
   check_everywhere<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean");
+  // The moments of 2- and 1-byte types take a block per as many elements as float's
+  // (per_element_share): 2^22 + 5 of them reach the large load path.
+  check_everywhere<__nv_bfloat16>(fr::Var{1}, "bfloat16 var");
+  check_everywhere<std::uint8_t>(fr::Std{0}, "uint8 std(0)");
   check_everywhere<std::int32_t>(fr::Std{1}, "int32 std");
 }
 

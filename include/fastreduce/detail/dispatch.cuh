@@ -83,7 +83,7 @@ inline constexpr primitives::ResultType kSumResultType =
                                                                    : primitives::kNarrowResult<typename R::Input>;
 
 // A reduction whose thread state is large takes kHeavySmall's and kHeavyLarge's shapes (or one
-// that says so: R::kHeavyState).
+// that says so: R::kHeavyState), with a block's share counted in elements (per_element_share).
 template <class R>
 constexpr bool heavy_state() {
   if constexpr (requires { R::kHeavyState; }) return R::kHeavyState;
@@ -104,8 +104,8 @@ constexpr std::size_t one_block_divisor(int compute_major) {
 template <class R, unsigned V>
 struct Kernels {
   using T = typename R::Input;
-  static constexpr FastPolicy small_policy = kHeavy<R> ? kHeavySmall : kSmall;
-  static constexpr FastPolicy large_policy = kHeavy<R> ? kHeavyLarge : kLarge;
+  static constexpr FastPolicy small_policy = kHeavy<R> ? per_element_share(kHeavySmall, sizeof(T)) : kSmall;
+  static constexpr FastPolicy large_policy = kHeavy<R> ? per_element_share(kHeavyLarge, sizeof(T)) : kLarge;
   static constexpr auto one_block = fast_reduce_kernel<kOneBlock.threads, kOneBlock.unroll, kLoadHint, V, R>;
   static constexpr auto small = fast_reduce_kernel<small_policy.threads, small_policy.unroll, kLoadHint, V, R>;
   static constexpr auto large = fast_reduce_kernel<large_policy.threads, large_policy.unroll, kLoadHint, V, R>;
