@@ -378,9 +378,9 @@ def _reduce_torch(torch, name, op, x, dim, keepdim, dtype, out, mode):
     in_code = codes.get(x.dtype)  # before any dtype=
     # (int32 and uint32 sums: int64, accumulated so by the engine)
     want = dtype if dtype is not None else _default_result(torch, op, x)
-    x, code, by_code, mode_code = _torch_input(torch, name, x, dtype, op,
-                                               lambda _: _check_mode(name, mode, op, in_code, codes.get(want)))
     want_code = codes.get(want)
+    x, code, by_code, mode_code = _torch_input(torch, name, x, dtype, op,
+                                               lambda _: _check_mode(name, mode, op, in_code, want_code))
     # float16/bfloat16 results in their own type and int32/uint32 sums in int64 (torch's, no wrap):
     # written so by the engine, with no conversion before or after it.
     kind = _result_kind(op, code, want_code)
