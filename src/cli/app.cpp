@@ -147,6 +147,13 @@ std::optional<std::string> validate(const BenchAxisOptions& o) {
       return "--ops: '" + op + "' is not one of sum, max, argmax, argmin, mean, var, std, norm1, norm2, norminf, dot, sumsq";
     }
   }
+  // (Else the rows asked for would be left out of the table without a word.)
+  auto has = [](const std::vector<std::string>& list, std::string_view name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  if (has(o.types, "bfloat16") && (has(o.ops, "argmax") || has(o.ops, "argmin"))) {
+    return "--ops argmax and argmin take --types float (the arg-extremes need an arithmetic type)";
+  }
   for (const auto& a : o.axes) {
     if (a != "rows" && a != "columns" && a != "segments") return "--axes: '" + a + "' is not one of rows, columns, segments";
   }
@@ -253,7 +260,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   BenchAxisOptions xo;
   std::vector<std::string> total_texts, length_texts;
   auto* axis_cmd = app.add_subcommand("bench-axis", "axis and segmented reductions: fastreduce vs CUB segmented reduce, same data, same run");
-  axis_cmd->add_option("--types", xo.types, "float,bfloat16")->delimiter(',')->capture_default_str();
+  auto* axis_types = axis_cmd->add_option("--types", xo.types, "float,bfloat16 (argmax, argmin: float)")
+                        ->delimiter(',')
+                        ->capture_default_str();
   axis_cmd->add_option("--ops", xo.ops,
                        "sum,max (also argmax, argmin, mean, var, std, norm1, norm2, norminf, dot, sumsq: each row "
                        "against sum on the same shape)")
@@ -327,6 +336,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
         if (!value) return fail("not a size: '" + text + "'");
         values->push_back(*value);
       }
+    }
+    // The arg-extremes take arithmetic types: without --types, float alone.
+    if (axis_types->count() == 0 && std::any_of(xo.ops.begin(), xo.ops.end(), [](const std::string& op) {
+          return op == "argmax" || op == "argmin";
+        })) {
+      xo.types = {"float"};
     }
     if (auto problem = validate(xo)) return fail(*problem);
     return run_bench_axis(xo, out, err);

@@ -83,6 +83,11 @@ TEST(Cli, BadArgumentsAreOneClearLineAndExitCode2) {
       {{"bench", "--data", "narrow"}, "--data must be default or wide"},
       {{"bench", "--data", "wide", "--ops", "argmax"}, "--data wide: for --ops sum,max on one GPU"},
       {{"bench", "--data", "wide", "--gpus", "1"}, "--data wide: for --ops sum,max on one GPU"},
+      {{"bench-axis", "--types", "float,half"}, "'half' is not one of float, bfloat16"},
+      {{"bench-axis", "--ops", "median"}, "'median' is not one of"},
+      {{"bench-axis", "--axes", "diagonal"}, "'diagonal' is not one of rows, columns, segments"},
+      {{"bench-axis", "--types", "float,bfloat16", "--ops", "sum,argmin"}, "argmax and argmin take --types float"},
+      {{"bench-axis", "--types", "bfloat16", "--ops", "argmax"}, "argmax and argmin take --types float"},
       {{"accuracy", "--type", "int32"}, "--type must be float or double"},
   };
   for (const auto& c : cases) {
@@ -112,7 +117,8 @@ TEST(Cli, HelpSucceeds) {
 
 TEST(Cli, GpuCommandsSayNoDeviceWithoutAGpu) {
   if (has_gpu()) GTEST_SKIP() << "a GPU is present; the GPU tier runs these commands";
-  for (std::vector<const char*> args : {std::vector<const char*>{"info"}, {"ladder"}, {"bench", "--sizes", "1024"}, {"accuracy"}}) {
+  for (std::vector<const char*> args : {std::vector<const char*>{"info"}, {"ladder"}, {"bench", "--sizes", "1024"}, {"accuracy"},
+        {"bench-axis", "--ops", "argmax", "--totals", "1024"}}) {  // (default types: float alone for argmax)
     const auto r = run(args);
     EXPECT_EQ(r.code, 1) << args[0];
     EXPECT_EQ(r.err, "fastreduce: no CUDA device found\n") << args[0];
