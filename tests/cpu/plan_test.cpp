@@ -93,9 +93,9 @@ TEST(EnginePlan, SummationDepthFollowsThePlan) {
   EXPECT_EQ(eng::bulk_depth(bulk, n, eng::kBulk, 2), bulk.stages_per_block * 4 + 2 + 1 + 1 + 10 + (1 + 10));
 }
 
-// The heavy reductions (arg-extremes, moments) work per element: a 2- or 1-byte input gets as
-// many blocks as a float input of as many elements, on both load paths; wider types keep the
-// share in bytes.
+// The heavy reductions (arg-extremes, moments) work per element: on the large load path (over 4 MB:
+// 2^24 elements of every width here) a 2- or 1-byte input gets as many blocks as a float input of
+// as many elements; wider types keep the share in bytes. (blocks_per_sm 100: no cap below 1024.)
 TEST(EnginePlan, HeavySharesFollowTheElements) {
   for (const eng::FastPolicy& p : {eng::kHeavySmall, eng::kHeavyLarge}) {
     EXPECT_EQ(eng::per_element_share(p, 4).vectors_per_block, p.vectors_per_block);
@@ -105,11 +105,13 @@ TEST(EnginePlan, HeavySharesFollowTheElements) {
     EXPECT_EQ(eng::per_element_share(p, 2).threads, p.threads);
     EXPECT_EQ(eng::per_element_share(p, 2).unroll, p.unroll);
   }
-  const std::size_t n = std::size_t(1) << 22;
-  const auto floats = eng::plan_fast(n, 4, 0, 32, eng::kHeavyLarge, 132, 3, 0);
-  const auto halves = eng::plan_fast(n, 2, 0, 32, eng::per_element_share(eng::kHeavyLarge, 2), 132, 3, 0);
-  const auto bytes = eng::plan_fast(n, 1, 0, 32, eng::per_element_share(eng::kHeavyLarge, 1), 132, 3, 0);
-  EXPECT_EQ(floats.grid, 256u);
+  EXPECT_EQ(eng::per_element_share(eng::FastPolicy{.threads = 32, .unroll = 1, .vectors_per_block = 2}, 1).vectors_per_block,
+            1u);  // never 0 (which plans one block whatever n is)
+  const std::size_t n = std::size_t(1) << 24;
+  const auto floats = eng::plan_fast(n, 4, 0, 32, eng::kHeavyLarge, 132, 100, 0);
+  const auto halves = eng::plan_fast(n, 2, 0, 32, eng::per_element_share(eng::kHeavyLarge, 2), 132, 100, 0);
+  const auto bytes = eng::plan_fast(n, 1, 0, 32, eng::per_element_share(eng::kHeavyLarge, 1), 132, 100, 0);
+  EXPECT_EQ(floats.grid, 1024u);
   EXPECT_EQ(halves.grid, floats.grid);
   EXPECT_EQ(bytes.grid, floats.grid);
 }

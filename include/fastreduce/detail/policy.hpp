@@ -51,12 +51,17 @@ inline constexpr BulkPolicy kBulk{.threads = 512, .stages = 4, .stage_bytes = 32
 inline constexpr FastPolicy kHeavySmall = kSmall;
 inline constexpr FastPolicy kHeavyLarge{.threads = kSmall.threads, .unroll = kSmall.unroll, .vectors_per_block = 4096};
 // A heavy reduction's work is per element, not per byte: 2- and 1-byte inputs take a block per as
-// many elements as 4-byte ones (half and a quarter of the vectors); 8-byte ones keep the bytes'
-// share. On an H100, the bfloat16 variance of 2^22 elements (8 MB) took 11.1 us per 4096 vectors
-// (128 blocks for 132 SMs) and 10.2-10.4 us per 2048 (256 blocks), three passes each in one run;
-// 2^20: 8.5 against 7.8 us; 2^23 to 2^28 the same (docs/results/heavy_shares_H100_2026-11-28.txt).
+// many elements as 4-byte ones on each load path (half and a quarter of the vectors; never fewer
+// than one); 8-byte ones keep the bytes' share. (The paths themselves are chosen by bytes, so a
+// 2-byte input of 2^21 elements is on the small path where a float one is on the large.) On an
+// H100, the bfloat16 variance of 2^22 elements (8 MB) took 11.1 us per 4096 vectors (128 blocks
+// for 132 SMs) and 10.2-10.4 us per 2048 (256 blocks), three passes each in one run; 2^23 to 2^28
+// the same (docs/results/heavy_shares_H100_2026-11-28.txt).
 constexpr FastPolicy per_element_share(FastPolicy policy, std::size_t element_bytes) {
-  if (element_bytes < 4) policy.vectors_per_block = static_cast<unsigned>(policy.vectors_per_block * element_bytes / 4);
+  if (element_bytes < 4) {
+    const std::size_t share = std::size_t(policy.vectors_per_block) * element_bytes / 4;
+    policy.vectors_per_block = static_cast<unsigned>(share > 0 ? share : 1);
+  }
   return policy;
 }
 inline constexpr std::size_t kHeavyStateBytes = 16;  // a thread state above this is large
