@@ -62,8 +62,9 @@ struct DoubleLanes : eng::SumMeanReduction<T> {
     return {s.sum + eng::pairwise_in_order(lanes, fr::Sum{}), s.count + static_cast<std::int64_t>(V)};
   }
 };
-// The heavy reductions' shapes (kHeavySmall, kHeavyLarge: 256-thread blocks when this probe ran,
-// 512 since 2026-11-28).
+// The heavy reductions' shapes (kHeavySmall, kHeavyLarge: 256-thread blocks with shares in bytes
+// when this probe ran; since 2026-11-28 512-thread blocks, with shares in elements: a bfloat16 or
+// half input now gets half the vectors a block it got then).
 template <class Base>
 struct Heavy : Base {
   static constexpr bool kHeavyState = true;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <cmath>
 
 #include "fastreduce/runtime.hpp"
@@ -64,8 +65,14 @@ std::optional<std::size_t> parse_size(std::string_view text) {
 }
 
 namespace {
-bool contains(std::span<const std::string_view> names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
+// Whether a list of names (string_views or the options' strings) has `name`.
+template <class Names>
+bool contains(const Names& names, std::string_view name) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+// The arg-extremes, which take arithmetic types only (bench-axis).
+bool asks_arg_extremes(const std::vector<std::string>& ops) {
+  return contains(ops, "argmax") || contains(ops, "argmin");
 }
 constexpr std::string_view kFormats[] = {"table", "csv", "json"};
 constexpr std::string_view kBenchTypes[] = {"float", "double", "int32", "bfloat16"};
@@ -148,10 +155,7 @@ std::optional<std::string> validate(const BenchAxisOptions& o) {
     }
   }
   // (Else the rows asked for would be left out of the table without a word.)
-  auto has = [](const std::vector<std::string>& list, std::string_view name) {
-    return std::find(list.begin(), list.end(), name) != list.end();
-  };
-  if (has(o.types, "bfloat16") && (has(o.ops, "argmax") || has(o.ops, "argmin"))) {
+  if (contains(o.types, "bfloat16") && asks_arg_extremes(o.ops)) {
     return "--ops argmax and argmin take --types float (the arg-extremes need an arithmetic type)";
   }
   for (const auto& a : o.axes) {
@@ -338,11 +342,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       }
     }
     // The arg-extremes take arithmetic types: without --types, float alone.
-    if (axis_types->count() == 0 && std::any_of(xo.ops.begin(), xo.ops.end(), [](const std::string& op) {
-          return op == "argmax" || op == "argmin";
-        })) {
-      xo.types = {"float"};
-    }
+    if (axis_types->count() == 0 && asks_arg_extremes(xo.ops)) xo.types = {"float"};
     if (auto problem = validate(xo)) return fail(*problem);
     return run_bench_axis(xo, out, err);
   }

@@ -46,8 +46,9 @@ inline constexpr BulkPolicy kBulk{.threads = 512, .stages = 4, .stage_bytes = 32
 // floats 30.5 us against 31.8 with the 256 x 4 blocks per 2048 vectors it replaced (six an SM),
 // 30.6 with 1024 x 2, 31.4 with 512 x 2; at 2^22 13.4 us per 4096 vectors against 13.9 per 2048
 // (256 x 4: 13.5); the variance 31.6 against 32.9 us at 2^24. On the small path the replaced
-// 256 x 4 per 1024 vectors was 0-3% faster in the same run, and the CLI's var 4-9% faster at
-// 2^17-2^18 (docs/notes.md: the next step).
+// 256 x 4 per 1024 vectors was 0-3% faster in the same run; put back, it did not recover the CLI's
+// float var at 2^17-2^18 (4-9% behind the older binary, which has that same small shape), so it
+// was dropped (docs/notes.md, "The heavy reductions' shares in elements").
 inline constexpr FastPolicy kHeavySmall = kSmall;
 inline constexpr FastPolicy kHeavyLarge{.threads = kSmall.threads, .unroll = kSmall.unroll, .vectors_per_block = 4096};
 // A heavy reduction's work is per element, not per byte: 2- and 1-byte inputs take a block per as
