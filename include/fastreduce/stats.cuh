@@ -33,16 +33,16 @@
 // norm with each element's sign bit cleared as it is loaded, the mean with the total divided by
 // the count before its one rounding; Mode::Exact: the exact sum of |x|, and the exact sum divided
 // by n, rounded once into stat_t<T>, on every shape); the L2 norm of float, half and bfloat16
-// inputs over one contiguous output (1-D), both modes alike: the exact sum of the squares (each
-// exact in double) rounded once to double, its square root rounded to double and then to float
-// (within an ulp of the correctly rounded norm; the bits a function of the data alone); the dot
-// product of float, half and bfloat16 inputs over one contiguous output, both modes alike: the
-// exact sum of the products (each exact in double) rounded once to float (correctly rounded); the
-// variance and standard deviation of float, half and bfloat16 inputs over one contiguous output,
-// both modes alike: n sum x^2 - (sum x)^2 from the exact sums, in integers, rounded once to double,
-// divided by n and then by n - correction in double (std: its square root in double), rounded to
-// float (within an ulp of the correctly rounded value). The others (and these along an axis, over
-// segments or of doubles) are refused (cudaErrorNotSupported).
+// inputs on every shape, both modes alike: each output's exact sum of the squares (each exact in
+// double) rounded once to double, its square root rounded to double and then to float (within an
+// ulp of the correctly rounded norm; the bits a function of the data alone); the dot product of
+// float, half and bfloat16 inputs on every shape, both modes alike: the exact sum of the products
+// (each exact in double) rounded once to float (correctly rounded); the variance and standard
+// deviation of float, half and bfloat16 inputs over one contiguous output, both modes alike:
+// n sum x^2 - (sum x)^2 from the exact sums, in integers, rounded once to double, divided by n and
+// then by n - correction in double (std: its square root in double), rounded to float (within an
+// ulp of the correctly rounded value). The others (the variance along an axis or over segments,
+// and these of doubles) are refused (cudaErrorNotSupported).
 #pragma once
 
 #include <cmath>

@@ -841,10 +841,10 @@ def norm(x, p=2, dim=None, keepdim=False, *, ord=None, dtype=None, out=None, mod
     p=inf is exact in every mode. p=1 has the sum's modes: mode="reproducible" (the same bits on
     every GPU) and mode="exact" (the exact sum of |x| rounded once into the result's type:
     float16/bfloat16 too, by the engine itself). p=2 has both modes for float32, float16 and
-    bfloat16 inputs reduced to one value (dim=None or every dim of a contiguous array): the square
-    root of the exact sum of squares, rounded once from double into the result's type, within an
-    ulp of the correctly rounded norm, the same bits in both modes; along a dim, or for float64,
-    RuntimeError. out: of the result's shape and dtype (torch; CuPy casts into it, as NumPy)."""
+    bfloat16 inputs, over any dims: the square root of each output's exact sum of squares, rounded
+    to double, its root rounded to double and that once into the result's type (within an ulp of
+    the correctly rounded norm), the same bits in both modes; for float64, RuntimeError. out: of
+    the result's shape and dtype (torch; CuPy casts into it, as NumPy)."""
     if ord is not None:
         p = ord
     which = _NORMS.get(p) if not isinstance(p, bool) else None
@@ -880,7 +880,7 @@ _ARG = ("argmax", "argmin")
 _FLOATS = {_F16, _BF16, _F32, _F64}
 _ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
 _EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
-# The sums' reproducible and exact kernels (norm2, dot, var, std: to one value, float64 refused).
+# The sums' reproducible and exact kernels (var, std: to one value; norm2, dot, var, std: float64 refused).
 _SUM_LIKE = ("norm1", "mean", "norm2", "dot", "var", "std")
 _Values = collections.namedtuple("_Values", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
@@ -924,8 +924,7 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
         if op not in _SUM_LIKE:
             raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on "
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
-                               "argmax, argmin, mean, norm(p=1, inf; p=2 to one value), dot, var and std to one "
-                               "value")
+                               "argmax, argmin, mean, norm(p=1, 2, inf), dot, var and std to one value")
         if op in ("norm2", "dot", "var", "std") and code == _F64:
             terms = "products" if op == "dot" else "squares"
             how = "with a float32 result" if op == "norm2" else "exact mode on float32 copies, which are exact"
@@ -988,9 +987,9 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
         out, out2 = result[1], 0
     if outputs > 0:
         folded = _fold(v.shape, v.strides, set(dims))
-        if (folded is not None and op in ("norm2", "var", "std") and mode_code != 0 and folded[0] * folded[2] == 1
+        if (folded is not None and op in ("var", "std") and mode_code != 0 and folded[0] * folded[2] == 1
                 and folded[1] > 1 and folded[4] != 1):
-            folded = None  # the exact L2 norm and variance read one contiguous run: a strided one-value view is copied
+            folded = None  # the exact variance reads one contiguous run: a strided one-value view is copied
         if folded is None:
             v = copy_contiguous(kept + list(dims))
             folded = (outputs, length, 1, length, 1, 1)

@@ -467,6 +467,42 @@ TEST(ExactArith, IsMidpointFindsExactlyTheHalfwayPoints) {
   EXPECT_FALSE(prim::is_midpoint<prim::kFloatFormat>(std::ldexp(1.0, 128)));
 }
 
+// pair_to_float against the big-integer reference's rounding of sum + error to float: random pairs
+// (the error from far below to as large as the sum, of either sign), and pairs built on float
+// midpoints (normal, subnormal, the overflow threshold, both signs) with an error that is zero,
+// just above or just below, where a double rounding would go the wrong way.
+TEST(ExactArith, PairToFloatRoundsTheExactSumOnce) {
+  SEED_TRACE("PairToFloat");
+  std::mt19937_64 rng(seed);
+  auto check = [](double sum, double error) {
+    const float got = prim::pair_to_float(sum, error);
+    const float want = static_cast<float>(exact_of({sum, error}).rounded<float>());
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(want))
+        << std::hexfloat << "sum " << sum << ", error " << error << ": " << got << ", expected " << want;
+  };
+  for (int i = 0; i < 200000; ++i) {
+    const double sum = (rng() % 2 ? -1.0 : 1.0) * std::ldexp(1.0 + double(rng() >> 11) * 0x1p-53, int(rng() % 290) - 160);
+    const double error = (rng() % 2 ? -1.0 : 1.0) * std::ldexp(1.0 + double(rng() >> 11) * 0x1p-53,
+                                                               std::ilogb(sum) - int(rng() % 120));
+    check(sum, error);
+  }
+  int midpoints = 0;
+  for (int i = 0; i < 20000; ++i) {
+    // A float midpoint: an odd multiple of half a float ulp at a random exponent (subnormal ones
+    // included), or the overflow threshold.
+    const int exponent = int(rng() % 275) - 149;  // the ulp's exponent is max(exponent, -126) - 23
+    const double ulp = std::ldexp(1.0, std::max(exponent, -126) - 23);
+    const double m = i % 100 == 0 ? std::ldexp(2.0, 127) - std::ldexp(1.0, 103)
+                                  : std::ldexp(double(rng() % (1u << 23) | 1u << 23), exponent - 23) + ulp / 2;
+    if (!std::isfinite(m) || !prim::is_midpoint<prim::kFloatFormat>(m)) continue;
+    ++midpoints;
+    const double sign = rng() % 2 ? -1.0 : 1.0;
+    const double tiny = std::ldexp(1.0, std::ilogb(m) - 60 - int(rng() % 200));
+    for (double error : {0.0, tiny, -tiny}) check(sign * m, sign * error);
+  }
+  EXPECT_GT(midpoints, 15000);
+}
+
 TEST(ExactLanes, FloatLanesAndTheirSpillsLoseNothing) {
   SEED_TRACE("FloatLanes");
   std::mt19937_64 rng(seed);

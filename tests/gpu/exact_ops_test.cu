@@ -6,12 +6,13 @@
 // exact total by the count: in Mode::Exact it must be the exact quotient rounded once (the
 // reference's long division) on every shape, ties included; in Mode::Reproducible its bits must
 // not depend on the grid, and an output along an axis or a segment must equal the 1-D mean of its
-// elements alone. The L2 norm of float, half and bfloat16 inputs (1-D) is the square root of the
-// exact sum of squares: in both modes its bits must equal the big-integer reference's sum of the
-// squares rounded to double, its square root rounded to double, then to float. The dot product of
-// the same types (1-D) must be the big-integer reference's sum of the products rounded once to
-// float; the variance and standard deviation (1-D), n sum x^2 - (sum x)^2 from the exact sums
-// (the reference's own big integers), rounded to double and divided as the library documents.
+// elements alone. The L2 norm of float, half and bfloat16 inputs is the square root of the exact
+// sum of squares: in both modes its bits must equal the big-integer reference's sum of the squares
+// rounded to double, its square root rounded to double, then to float. The dot product of the same
+// types must be the big-integer reference's sum of the products rounded once to float (both: 1-D,
+// and every output of rows, columns, strided views and segments); the variance and standard
+// deviation (1-D), n sum x^2 - (sum x)^2 from the exact sums (the reference's own big integers),
+// rounded to double and divided as the library documents.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -611,10 +612,9 @@ TEST(ExactOps, Bfloat16NormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_d
 
 namespace {
 
-// The ops whose exact form has one contiguous output only (the L2 norm, the dot product, the
-// variance): their calls along an axis (two rows, two columns, a strided one-output view), over
-// segments and of doubles, in both modes and with storage given (calls, not size queries), must be
-// refused before anything is written; the message names the op and the shape; the strided view in
+// The op whose exact form has one contiguous output only (the variance): its calls along an axis
+// (two rows, two columns, a strided one-output view), over segments and of doubles, in both modes
+// and with storage given (calls, not size queries), must be refused before anything is written; the message names the op and the shape; the strided view in
 // fast mode runs (the refusal is the mode's).
 struct RefusalBuffers {
   const float* x;
@@ -676,26 +676,6 @@ void check_refused_beyond_one_output(const std::string& op, Calls&& calls, Query
 
 }  // namespace
 
-// The exact L2 norm takes one contiguous output only: along an axis, over segments, or for doubles
-// (whose squares need more than a double), both modes are refused before anything is written.
-TEST(ExactOps, NormL2HasTheModesIn1DOnly) {
-  check_refused_beyond_one_output("the L2 norm", [](const RefusalBuffers& b, const fr::Options& opt, bool fast) {
-    std::size_t bytes = 1 << 20;
-    if (fast) return fr::reduce_axis_async(b.temp, bytes, b.x, b.out + 4, kStrided, fr::NormL2{}, 0, opt);
-    std::vector<cudaError_t> e;
-    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, kStrided}) {
-      bytes = 1 << 20;
-      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.out, axis, fr::NormL2{}, 0, opt));
-    }
-    bytes = 1 << 20;
-    e.push_back(fr::reduce_segments_async(b.temp, bytes, b.x, b.out, 2, b.offsets, b.offsets + 1, fr::NormL2{}, 0, opt));
-    bytes = 1 << 20;
-    e.push_back(fr::reduce_async(b.temp, bytes, b.dx, b.dout, 1000, fr::NormL2{}, 0, opt));
-    return all_refused(e);
-  }, [](const RefusalBuffers& b, const fr::Options& opt, std::size_t& bytes, const char** message) {
-    return eng::axis_temp_bytes<eng::l2_reduction<float>>(fr::Axis{2, 500, 1}, {b.x}, opt, 0, bytes, message);
-  });
-}
 
 namespace {
 
@@ -868,26 +848,225 @@ TEST(ExactOps, FloatDotIsTheCorrectlyRoundedSumOfProducts) { check_dot_every_dat
 TEST(ExactOps, HalfDotIsTheCorrectlyRoundedSumOfProducts) { check_dot_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16DotIsTheCorrectlyRoundedSumOfProducts) { check_dot_every_data_set<__nv_bfloat16>(); }
 
-// The exact dot product takes one contiguous output only: along an axis, over segments, or for
-// doubles (whose products need more than a double), both modes are refused before anything is
-// written; the same calls in fast mode run.
-TEST(ExactOps, DotHasTheModesIn1DOnly) {
-  check_refused_beyond_one_output("the dot product", [](const RefusalBuffers& b, const fr::Options& opt, bool fast) {
-    std::size_t bytes = 1 << 20;
-    if (fast) return fr::reduce_axis_async(b.temp, bytes, b.x, b.y, b.out + 4, kStrided, fr::Dot{}, 0, opt);
-    std::vector<cudaError_t> e;
-    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, kStrided}) {
-      bytes = 1 << 20;
-      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.y, b.out, axis, fr::Dot{}, 0, opt));
+namespace {
+
+// The exact L2 norm and dot product along axes and over segments: every output must be the 1-D
+// exact result of its own elements (the big-integer references above), in both modes, with every
+// resident block and with 3: short rows and columns (the fast paths with TermCheck, and its fix-up
+// for the rows the data sets make it fail), rows of the exact lanes' warp and block kernels (long
+// rows in pieces, summed by the finish kernel), columns (in pieces too), strided views, one
+// strided output, and segments (empty, reversed, short and long; cut across warps and joined).
+template <class T>
+void check_terms(int kind) {
+  const std::size_t n = quick() ? 1100000 : 1500000;
+  std::vector<T> x = exact_data<T>(kind, n, test_seed() + 500 + std::uint64_t(kind));
+  const std::vector<T> y = dot_partner(x, kind, test_seed() + 520 + std::uint64_t(kind));
+  DeviceBuffer<T> dx(n), dy(n);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dy.get(), y.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = std::string(kExactDataSets[kind]) + ", " + (sizeof(T) == 2 ? "16-bit" : "float");
+  constexpr std::int64_t C = fr::Axis::kContiguous;
+  struct Shape {
+    fr::Axis axis;
+    std::size_t origin;
+  };
+  const std::vector<Shape> shapes = {
+      {{2053, 1, 1}, 0},      {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},    {{37, 1025, 1}, 0},
+      {{20, 4097, 1}, 1},     {{2, 70001, 1}, 0},     {{2, n / 2 - 1, 1}, 1}, {{3, 5, 100}, 0},
+      {{3, 4099, 32}, 0},     {{2, 1000, 33}, 1},     {{1, n / 3, 3}, 0},
+      {{1, 300, 200, C, 1, 300}, 0},
+      {{1, 300, 200, C, -200, -1}, 299 * 200 + 199},
+      {{1, 500, 1, C, 2, C}, 1},  // one output, every other element
+  };
+  for (const Shape& s : shapes) {
+    const fr::Axis& axis = s.axis;
+    const std::size_t outputs = axis.outer * axis.inner;
+    std::vector<float> want_l2(outputs), want_dot(outputs);
+    for (std::size_t o = 0; o < axis.outer; ++o) {
+      for (std::size_t i = 0; i < axis.inner; ++i) {
+        const std::vector<T> ex = axis_elements(x, s.origin, axis, o, i), ey = axis_elements(y, s.origin, axis, o, i);
+        want_l2[o * axis.inner + i] = reference_norm2(ex.data(), ex.size());
+        want_dot[o * axis.inner + i] = reference_dot(ex.data(), ey.data(), ex.size());
+      }
     }
+    for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+      for (unsigned max_blocks : {0u, 3u}) {
+        const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+        const std::vector<float> l2 = run_call<float>(outputs, [&](void* temp, std::size_t& bytes, float* out) {
+          return fr::reduce_axis_async(temp, bytes, dx.get() + s.origin, out, axis, fr::NormL2{}, 0, opt);
+        });
+        const std::vector<float> dot = run_call<float>(outputs, [&](void* temp, std::size_t& bytes, float* out) {
+          return fr::reduce_axis_async(temp, bytes, dx.get() + s.origin, dy.get() + s.origin, out, axis, fr::Dot{}, 0,
+                                       opt);
+        });
+        int failures = 0;
+        for (std::size_t q = 0; q < outputs; ++q) {
+          if ((!same_result(l2[q], want_l2[q]) || !same_result(dot[q], want_dot[q])) && ++failures <= 3) {
+            ADD_FAILURE() << what << ", " << mode_name(mode) << ", max_blocks " << max_blocks << ": output " << q
+                          << " of " << axis.outer << " x " << axis.length << " x " << axis.inner << std::hexfloat
+                          << ": L2 " << l2[q] << " (expected " << want_l2[q] << "), dot " << dot[q] << " (expected "
+                          << want_dot[q] << ")";
+          }
+        }
+      }
+    }
+  }
+  Segments segs(n, test_seed() + 540 + std::uint64_t(kind));
+  std::vector<float> want_l2(segs.count), want_dot(segs.count);
+  for (std::size_t k = 0; k < segs.count; ++k) {
+    const std::size_t length = std::size_t(std::max<std::int64_t>(segs.end[k] - segs.begin[k], 0));
+    want_l2[k] = reference_norm2(x.data() + segs.begin[k], length);
+    want_dot[k] = reference_dot(x.data() + segs.begin[k], y.data() + segs.begin[k], length);
+  }
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    for (unsigned max_blocks : {0u, 3u}) {
+      const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+      const std::int64_t *b = segs.d_begin.get(), *e = segs.d_end.get();
+      const std::vector<float> l2 = run_call<float>(segs.count, [&](void* temp, std::size_t& bytes, float* out) {
+        return fr::reduce_segments_async(temp, bytes, dx.get(), out, segs.count, b, e, fr::NormL2{}, 0, opt);
+      });
+      const std::vector<float> dot = run_call<float>(segs.count, [&](void* temp, std::size_t& bytes, float* out) {
+        return fr::reduce_segments_async(temp, bytes, dx.get(), dy.get(), out, segs.count, b, e, fr::Dot{}, 0, opt);
+      });
+      int failures = 0;
+      for (std::size_t k = 0; k < segs.count; ++k) {
+        if ((!same_result(l2[k], want_l2[k]) || !same_result(dot[k], want_dot[k])) && ++failures <= 3) {
+          ADD_FAILURE() << what << ", " << mode_name(mode) << ", max_blocks " << max_blocks << ": segment " << k
+                        << " of length " << std::max<std::int64_t>(segs.end[k] - segs.begin[k], 0) << std::hexfloat
+                        << ": L2 " << l2[k] << " (expected " << want_l2[k] << "), dot " << dot[k] << " (expected "
+                        << want_dot[k] << ")";
+        }
+      }
+    }
+  }
+}
+
+// Short rows and columns (up to kExactCheckMaxLength<double>) take the fast paths with TermCheck:
+// the plan says so, and rows of the products s^2, s^2 2^-24 and s^2 2^-60 in every order and sign
+// (the "rounded once" tie of check_dot_ties: through a double, s^2 (1 + 2^-24), a float tie that
+// rounds to even) come out rounded once, s^2 (1 + 2^-23), as rows and as columns.
+template <class T>
+void check_short_term_ties() {
+  const double s = std::is_same_v<T, __half> ? 32768.0 : 1.0;
+  const double factors[3] = {s, s * std::ldexp(1.0, -12), s * std::ldexp(1.0, -30)};
+  std::vector<T> x, y;
+  std::vector<float> want;
+  int order[3] = {0, 1, 2};
+  do {
+    for (double sign : {1.0, -1.0}) {
+      for (int k : order) {
+        x.push_back(static_cast<T>(factors[k]));
+        y.push_back(static_cast<T>(sign * factors[k]));
+      }
+      want.push_back(static_cast<float>(sign * s * s * (1 + std::ldexp(1.0, -23))));
+    }
+  } while (std::next_permutation(order, order + 3));
+  const std::size_t rows = want.size();
+  std::vector<T> xt(x.size()), yt(y.size());  // the same rows as columns
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      xt[k * rows + r] = x[r * 3 + k];
+      yt[k * rows + r] = y[r * 3 + k];
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(same_bits(reference_dot(x.data() + 3 * r, y.data() + 3 * r, 3), want[r])) << r;  // the data are what they claim
+  }
+  DeviceBuffer<T> dx(x.size()), dy(y.size()), dxt(x.size()), dyt(y.size());
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dy.get(), y.data(), y.size() * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dxt.get(), xt.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dyt.get(), yt.data(), y.size() * sizeof(T), cudaMemcpyHostToDevice));
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    const fr::Options opt{.mode = mode};
+    for (bool columns : {false, true}) {
+      const fr::Axis axis = columns ? fr::Axis{1, 3, rows} : fr::Axis{rows, 3, 1};
+      const T* px = columns ? dxt.get() : dx.get();
+      const T* py = columns ? dyt.get() : dy.get();
+      eng::AxisPlan plan{};
+      ASSERT_EQ(eng::describe_axis_reduction<eng::dot_reduction<T>>({px, py}, axis, opt, plan), cudaSuccess);
+      EXPECT_NE(plan.path, eng::AxisPath::ReproRows) << mode_name(mode);
+      EXPECT_NE(plan.path, eng::AxisPath::ReproColumns) << mode_name(mode);
+      const std::vector<float> got = run_call<float>(rows, [&](void* temp, std::size_t& bytes, float* out) {
+        return fr::reduce_axis_async(temp, bytes, px, py, out, axis, fr::Dot{}, 0, opt);
+      });
+      for (std::size_t r = 0; r < rows; ++r) {
+        EXPECT_TRUE(same_bits(got[r], want[r])) << mode_name(mode) << (columns ? ", column " : ", row ") << r
+                                                << std::hexfloat << ": dot " << got[r] << ", expected " << want[r];
+      }
+    }
+  }
+  // And the L2 norm's short axes take them too.
+  eng::AxisPlan plan{};
+  ASSERT_EQ(eng::describe_axis_reduction<eng::l2_reduction<T>>({dx.get()}, fr::Axis{rows, 3, 1},
+                                                               fr::Options{.mode = fr::Mode::Exact}, plan),
+            cudaSuccess);
+  EXPECT_NE(plan.path, eng::AxisPath::ReproRows);
+}
+
+template <class T>
+void check_terms_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) check_terms<T>(kind);
+  check_short_term_ties<T>();
+}
+
+}  // namespace
+
+TEST(ExactOps, FloatNormL2AndDotOnEveryShape) { check_terms_every_data_set<float>(); }
+TEST(ExactOps, HalfNormL2AndDotOnEveryShape) { check_terms_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16NormL2AndDotOnEveryShape) { check_terms_every_data_set<__nv_bfloat16>(); }
+
+// The L2 norm and dot product of doubles (whose squares and products need more than a double)
+// have neither mode: 1-D, along an axis and over segments, refused before anything is written,
+// the message naming the ops that have them; the same calls in fast mode run.
+TEST(ExactOps, DoubleNormL2AndDotAreRefused) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<double> x(1000);
+  CUDA_OK(cudaMemset(x.get(), 0, 1000 * sizeof(double)));
+  DeviceBuffer<std::int64_t> offsets(3);
+  const std::int64_t host_offsets[3] = {0, 400, 1000};
+  CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
+  DeviceBuffer<char> temp(1 << 20);
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible, fr::Mode::Fast}) {
+    const fr::Options opt{.mode = mode};
+    const cudaError_t want = mode == fr::Mode::Fast ? cudaSuccess : cudaErrorNotSupported;
+    DeviceBuffer<double> out(2);
+    out.poison();
+    std::vector<cudaError_t> e;
+    std::size_t bytes = 1 << 20;
+    e.push_back(fr::reduce_async(temp.get(), bytes, x.get(), out.get(), 1000, fr::NormL2{}, 0, opt));
     bytes = 1 << 20;
-    e.push_back(fr::reduce_segments_async(b.temp, bytes, b.x, b.y, b.out, 2, b.offsets, b.offsets + 1, fr::Dot{}, 0, opt));
+    e.push_back(fr::reduce_async(temp.get(), bytes, x.get(), x.get(), out.get(), 1000, fr::Dot{}, 0, opt));
     bytes = 1 << 20;
-    e.push_back(fr::reduce_async(b.temp, bytes, b.dx, b.dx, b.dout, 1000, fr::Dot{}, 0, opt));
-    return all_refused(e);
-  }, [](const RefusalBuffers& b, const fr::Options& opt, std::size_t& bytes, const char** message) {
-    return eng::axis_temp_bytes<eng::dot_reduction<float>>(fr::Axis{2, 500, 1}, {b.x, b.y}, opt, 0, bytes, message);
-  });
+    e.push_back(fr::reduce_axis_async(temp.get(), bytes, x.get(), out.get(), fr::Axis{2, 500, 1}, fr::NormL2{}, 0, opt));
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_axis_async(temp.get(), bytes, x.get(), x.get(), out.get(), fr::Axis{1, 500, 2}, fr::Dot{}, 0,
+                                      opt));
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, offsets.get(), offsets.get() + 1,
+                                          fr::NormL2{}, 0, opt));
+    bytes = 1 << 20;
+    e.push_back(fr::reduce_segments_async(temp.get(), bytes, x.get(), x.get(), out.get(), 2, offsets.get(),
+                                          offsets.get() + 1, fr::Dot{}, 0, opt));
+    for (std::size_t i = 0; i < e.size(); ++i) EXPECT_EQ(e[i], want) << "call " << i << ", mode " << int(mode);
+    CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<double> after = copy_back<double>(out, 2);
+    if (mode != fr::Mode::Fast) {
+      for (double v : after) EXPECT_EQ(std::bit_cast<std::uint64_t>(v), 0xA5A5A5A5A5A5A5A5ull) << "written";
+    } else {
+      EXPECT_EQ(after[0], 0.0);  // the zeros' dot product, the calls' last output
+    }
+    std::size_t size = 0;
+    const char* message = nullptr;
+    if (mode != fr::Mode::Fast) {
+      EXPECT_EQ(eng::axis_temp_bytes<eng::l2_reduction<double>>(fr::Axis{2, 500, 1}, {x.get()}, opt, 0, size, &message),
+                cudaErrorNotSupported);
+      ASSERT_NE(message, nullptr);
+      EXPECT_NE(std::string(message).find("the L2 norm and dot product of float, half and bfloat16"), std::string::npos)
+          << message;
+    }
+  }
 }
 
 namespace {
@@ -1082,11 +1261,14 @@ void check_narrowed(int kind) {
       }
     }
   }
-  // Along an axis (the exact check's short rows, the exact lanes' long ones, columns, a strided view).
+  // Along an axis (the exact check's short rows, the exact lanes' long ones, columns, a strided view;
+  // the L2 norm in both modes, with TermCheck up to 4096 elements and the exact lanes beyond).
   for (const fr::Axis& axis : {fr::Axis{1000, 33, 1}, fr::Axis{5, 20000, 1}, fr::Axis{3, 2053, 32},
                                fr::Axis{1, 300, 200, fr::Axis::kContiguous, 1, 300}}) {
     const std::vector<double> means = narrowed_call(dx.get(), axis, mean, fr::Mode::Exact);
     const std::vector<double> norms = narrowed_call(dx.get(), axis, l1, fr::Mode::Exact);
+    const std::vector<double> exact_l2 = narrowed_call(dx.get(), axis, l2, fr::Mode::Exact);
+    const std::vector<double> repro_l2 = narrowed_call(dx.get(), axis, l2, fr::Mode::Reproducible);
     int failures = 0;
     for (std::size_t o = 0; o < axis.outer; ++o) {
       for (std::size_t i = 0; i < axis.inner; ++i) {
@@ -1095,10 +1277,14 @@ void check_narrowed(int kind) {
         const std::vector<T> em = magnitudes(e);
         const double want_mean = fr::reference::exact_mean_rounded<T>(e.data(), e.size());
         const double want_l1 = fr::reference::exact_rounded<T>(em.data(), em.size());
-        if ((!same_result(means[k], want_mean) || !same_result(norms[k], want_l1)) && ++failures <= 3) {
+        const double want_l2 = narrow(std::sqrt(reference_sum_of_squares(e.data(), e.size())));
+        if ((!same_result(means[k], want_mean) || !same_result(norms[k], want_l1) ||
+             !same_result(exact_l2[k], want_l2) || !same_result(repro_l2[k], want_l2)) &&
+            ++failures <= 3) {
           ADD_FAILURE() << what << ": output (" << o << ", " << i << ") of " << axis.outer << " x " << axis.length
                         << " x " << axis.inner << std::hexfloat << ": mean " << means[k] << " (exact " << want_mean
-                        << "), L1 " << norms[k] << " (exact " << want_l1 << ")";
+                        << "), L1 " << norms[k] << " (exact " << want_l1 << "), L2 " << exact_l2[k] << " and "
+                        << repro_l2[k] << " (expected " << want_l2 << ")";
         }
       }
     }

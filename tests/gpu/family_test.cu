@@ -577,7 +577,7 @@ TEST(Family, ReproducibleModeAndBadArguments) {
   const auto a = fr::reduce(d.buffer.get(), n, fr::ArgMax{}), b = fr::reduce(d.buffer.get(), n, fr::ArgMax{}, repro);
   EXPECT_EQ(a.index, b.index);
   EXPECT_EQ(fr::reduce(d.buffer.get(), n, fr::NormInf{}, repro), fr::reduce(d.buffer.get(), n, fr::NormInf{}));
-  // The variance and L2 norm have it to one output only: along an axis, refused, nothing written.
+  // The variance has it to one output only: along an axis, refused, nothing written.
   DeviceBuffer<float> out(4);
   out.poison();
   const float poison = read_back(out.get());
@@ -586,10 +586,21 @@ TEST(Family, ReproducibleModeAndBadArguments) {
   EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::Var{}, 0,
                                   repro),
             cudaErrorNotSupported);
-  EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::NormL2{},
-                                  0, repro),
-            cudaErrorNotSupported);
   EXPECT_THROW(fr::reduce_axis(d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::Std{}, repro), fr::Error);
+  // The L2 norm has it on every shape, with Mode::Exact's bits (tests/gpu/exact_ops_test.cu holds
+  // both to the exact sum of squares), near fast mode's.
+  {
+    DeviceBuffer<float> norms(12);
+    fr::reduce_axis(d.buffer.get(), norms.get(), {.outer = 4, .length = 1000}, fr::NormL2{}, repro);
+    fr::reduce_axis(d.buffer.get(), norms.get() + 4, {.outer = 4, .length = 1000}, fr::NormL2{},
+                    fr::Options{.mode = fr::Mode::Exact});
+    fr::reduce_axis(d.buffer.get(), norms.get() + 8, {.outer = 4, .length = 1000}, fr::NormL2{});
+    const std::vector<float> v = host_copy(norms.get(), 12);
+    for (int q = 0; q < 4; ++q) {
+      EXPECT_TRUE(same_bits(v[q], v[4 + q])) << q;
+      EXPECT_NEAR(v[q], v[8 + q], 1e-6 * v[8 + q]) << q;
+    }
+  }
   // 1-D (tests/gpu/exact_ops_test.cu holds it to the exact sums' fixed rounding).
   const float fast_var = fr::reduce(d.buffer.get(), n, fr::Var{});
   EXPECT_NEAR(fr::reduce(d.buffer.get(), n, fr::Var{}, repro), fast_var, 1e-6 * std::fabs(fast_var));

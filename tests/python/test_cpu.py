@@ -278,7 +278,7 @@ def test_family_type_and_mode_rules():
         C._family_check("dot", "dot", C._F64, "reproducible", False)
     with pytest.raises(RuntimeError, match="'exact' has no form of this op yet"):
         C._family_check("var", "var", C._F64, "exact", False)
-    # The L2 norm has both modes to one value (the engine refuses the other shapes and float64).
+    # The L2 norm has both modes (over any dims; float64 refused).
     assert C._family_check("norm", "norm2", C._F32, "exact", False, C._F32) == 2
     assert C._family_check("norm", "norm2", C._BF16, "reproducible", False) == 1
     assert C._family_check("norm", "norm2", C._F16, "exact", False) == 2

@@ -444,15 +444,17 @@ def test_norm1_has_the_sums_modes(dtype):
     if wide:  # in their own type too, rounded once (test_narrow_statistics_in_every_mode_...)
         assert fr.norm(_seeded((100,), dtype), 1, mode="exact").dtype == dtype
         assert fr.norm(_seeded((100,), dtype), 1, mode="reproducible").dtype == dtype
-    with pytest.raises(RuntimeError, match="no form of this op" if dtype == torch.float64 else "one contiguous output"):
-        fr.norm(_seeded((100, 7), dtype), 2, dim=1, mode="exact", **wide)
+    if dtype == torch.float64:
+        with pytest.raises(RuntimeError, match="no form of this op"):
+            fr.norm(_seeded((100, 7), dtype), 2, dim=1, mode="exact")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_norm2_has_the_exact_modes_to_one_value(dtype):
-    """norm(p=2) to one value in both modes: the square root of the exact sum of squares (here
-    math.fsum of the squares, each exact in double: the correctly rounded double sum), rounded to
-    double, then to float32; the same bits in both modes, for every length and alignment."""
+def test_norm2_has_the_exact_modes(dtype):
+    """norm(p=2) in both modes: the square root of the exact sum of squares (here math.fsum of the
+    squares, each exact in double: the correctly rounded double sum), rounded to double, then to
+    float32; the same bits in both modes, for every length and alignment, and for every output
+    along dims (rows, columns, a strided view)."""
     import struct
     wide = {} if dtype == torch.float32 else {"dtype": torch.float32}
     for n in (0, 1, 33, 4097, 100003, (1 << 20) + 3):
@@ -474,6 +476,21 @@ def test_norm2_has_the_exact_modes_to_one_value(dtype):
         assert fr.norm(v, 2, dim=tuple(range(v.dim())), mode="reproducible", **wide).item() == want
     if wide:  # in their own type too, rounded once (test_narrow_statistics_in_every_mode_...)
         assert fr.norm(_seeded((100,), dtype), 2, mode="exact").dtype == dtype
+    # Along dims: each output's own exact norm; the same outputs of the transposed view.
+    for shape, dim in (((257, 1000), 1), ((1000, 257), 0), ((64, 33, 5), (0, 2)), ((3, 40000), 1)):
+        x = (_seeded(shape, dtype) - 0.5) * 3
+        reduced = (dim,) if isinstance(dim, int) else dim
+        keep = [d for d in range(x.dim()) if d not in reduced]
+        rows = x.double().permute(*keep, *reduced).reshape(math.prod(x.shape[d] for d in keep), -1)
+        want = [struct.unpack("f", struct.pack("f", math.sqrt(math.fsum(a * a for a in r))))[0]
+                for r in rows.cpu().tolist()]
+        last = x.dim() - 1
+        swapped = tuple({0: last, last: 0}.get(d, d) for d in reduced)
+        for mode in ("exact", "reproducible"):
+            r = fr.norm(x, 2, dim=dim, mode=mode, **wide)
+            assert r.dtype == torch.float32 and r.flatten().cpu().tolist() == want, (shape, dim, mode)
+            t = fr.norm(x.transpose(0, -1), 2, dim=swapped, mode=mode, **wide)
+            assert t.flatten().cpu().tolist() == want, (shape, dim, mode, "transposed")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -735,8 +752,9 @@ def test_family_errors_and_dtypes():
         fr.mean(x, mode="compensated")
     for mode in ("reproducible", "exact"):
         for f in (lambda: fr.std(x, dim=1, mode=mode), lambda: fr.var(x.double(), mode=mode),
-                  lambda: fr.norm(x, 2, dim=1, mode=mode), lambda: fr.dot(x[0].double(), x[1].double(), mode=mode)):
-            with pytest.raises(RuntimeError, match=f"(?i){mode}"):  # norm: the engine's "Mode::Exact: ..."
+                  lambda: fr.norm(x.double(), 2, dim=1, mode=mode),
+                  lambda: fr.dot(x[0].double(), x[1].double(), mode=mode)):
+            with pytest.raises(RuntimeError, match=f"(?i){mode}"):
                 f()
     with pytest.raises(ValueError, match="correction"):
         fr.var(x, correction=-1)

@@ -80,6 +80,18 @@ struct ReproAxisKernels {
   static constexpr auto finish = repro_pieces_finish_kernel<A, primitives::kDividesBy<Op>>;
 };
 
+// The exact sums of squares (the L2 norm) and of products (the dot product) of float, half and
+// bfloat16 inputs along an axis, in both modes: Mode::Exact's double lanes, each output finished
+// as the 1-D exact_terms_kernel finishes (O: the result type).
+template <class T, LaneTerm Term, class O>
+struct TermAxisKernels {
+  static constexpr auto kSum = primitives::ExactOp::Sum;
+  static constexpr auto rows_warp = repro_rows_kernel<1, T, AxisRowViews<T>, true, kSum, Term, O>;
+  static constexpr auto rows_block = repro_rows_kernel<kReproThreads / 32, T, AxisRowViews<T>, true, kSum, Term, O>;
+  static constexpr auto columns = repro_columns_kernel<T, true, kSum, Term, O>;
+  static constexpr auto finish = repro_pieces_finish_kernel<double, false, Term, O>;
+};
+
 // The ordered kernels of a reduction whose op is not commutative, by group size.
 template <class R, class Layout>
 cudaError_t launch_ordered_groups(unsigned group, unsigned grid, const typename R::Input* in, const Layout& layout,
@@ -127,7 +139,8 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   // RowsTile stages two inputs only when they are equally aligned (with the same offsets into the tile).
   AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors,
                                    tile_row_max_bytes<R>(), kMapOk<R>);
-  out.exact = repro_sum && opt.mode == Mode::Exact;
+  // (The L2 norm and dot product take Mode::Exact's lanes in both modes.)
+  out.exact = repro_sum && (opt.mode == Mode::Exact || kTermSum<R>);
   if constexpr (!R::commutative) {
     static_assert(!two_inputs_v<R>, "a reduction of two inputs needs a commutative op");
     KernelFacts main{};
@@ -201,6 +214,13 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
             if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
           });
           has_second = true;
+        } else if constexpr (kTermSum<R>) {
+          repro_words = primitives::kExactRowWords<double>;
+          using TK = TermAxisKernels<T, kLaneTermOf<R>, typename R::Out>;
+          status = path == AxisPath::ReproColumns ? kernel_facts<TK::columns, kReproThreads>(device, main)
+                                                  : kernel_facts<TK::rows_block, kReproThreads>(device, main);
+          if (status == cudaSuccess) status = kernel_facts<TK::finish, kReproThreads>(device, second);
+          has_second = true;
         }
         break;
     }
@@ -229,9 +249,9 @@ cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d
     return P.group == 1 ? launch(RK::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
                         : launch(RK::rows_block, P.grid, kReproThreads, 0, stream, false, args);
   }
-  const ReproColumnsArgs<T, A> args{d_in,    L.outputs(),  L.length, L.inner, L.outer_stride, L.length_stride,
-                                    L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk, P.items, pieces, out,
-                                    result};
+  const ReproColumnsArgs<T, A> args{d_in,    nullptr,        L.outputs(), L.length, L.inner, L.outer_stride,
+                                    L.length_stride, L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk,
+                                    P.items, pieces, out, result};
   return launch(RK::columns, P.grid, kReproThreads, 0, stream, false, args);
 }
 
@@ -263,6 +283,33 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
         status = launch(ReproAxisKernels<T, false, kExactOpOf<R>>::finish, grid, kReproThreads, 0, stream,
                         launch_plan.dependent, static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
                         reinterpret_cast<A*>(d_out), kSumResultType<R>, std::uint64_t(L.length));
+      }
+      return status;
+    } else if constexpr (kTermSum<R>) {
+      using T = typename R::Input;
+      using O = typename R::Out;
+      using TK = TermAxisKernels<T, kLaneTermOf<R>, O>;
+      auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: finished in place
+      const T* y = nullptr;
+      if constexpr (two_inputs_v<R>) y = in.y;
+      constexpr primitives::ResultType kAcc = primitives::ResultType::Acc;  // (the term kernels store O)
+      cudaError_t status = cudaSuccess;
+      if (Q.path == AxisPath::ReproRows) {
+        const AxisRows<T> rows{in.x, {L.length, L.inner, L.outer_stride, L.inner_stride}};
+        const ReproRowsArgs<AxisRowViews<T>, O> args{{rows, y}, Q.items, Q.chunks, Q.chunk, pieces, d_out, kAcc};
+        status = Q.group == 1 ? launch(TK::rows_warp, Q.grid, kReproThreads, 0, stream, false, args)
+                              : launch(TK::rows_block, Q.grid, kReproThreads, 0, stream, false, args);
+      } else {
+        const ReproColumnsArgs<T, O> args{in.x,    y,         L.outputs(), L.length, L.inner, L.outer_stride,
+                                          L.length_stride, L.inner_stride, Q.group, Q.col_blocks, Q.chunks,
+                                          Q.chunk, Q.items, pieces, d_out, kAcc};
+        status = launch(TK::columns, Q.grid, kReproThreads, 0, stream, false, args);
+      }
+      if (status == cudaSuccess && Q.combine) {
+        const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
+        status = launch(TK::finish, grid, kReproThreads, 0, stream, launch_plan.dependent,
+                        static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks, d_out, kAcc,
+                        std::uint64_t(L.length));
       }
       return status;
     }
@@ -333,23 +380,45 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
   }
 }
 
+// The checked reduction that serves R on the fast paths: ExactCheck for the sums, TermCheck for the
+// L2 norm and dot product; its inputs.
+template <class R>
+struct CheckFor;
+template <class R>
+  requires is_exact_sum_v<R>
+struct CheckFor<R> {
+  using type = ExactCheck<typename R::Input, typename R::Out, kExactOpOf<R>>;
+  static constexpr std::size_t kMaxLength = kExactCheckMaxLength<acc_t<typename R::Input, Sum>>;
+  static inputs_t<type> inputs(const inputs_t<R>& in) { return {in.x}; }
+};
+template <class R>
+  requires kTermSum<R>
+struct CheckFor<R> {
+  using type = TermCheck<typename R::Input, kLaneTermOf<R>, typename R::Out>;
+  static constexpr std::size_t kMaxLength = kExactCheckMaxLength<double>;  // a CheckedPair, as doubles'
+  static inputs_t<type> inputs(const inputs_t<R>& in) {
+    if constexpr (two_inputs_v<R>) return {in.x, in.y};
+    else return {in.x};
+  }
+};
+
 // Mode::Exact by ExactCheck on the fast paths (detail/exact_axis.cuh): whether it takes this axis
 // sum (rows or columns of 1 to kExactCheckMaxLength elements, not one contiguous output, which is
-// the 1-D sum), and its plan. Anything it does not take, argument errors included, goes on to
-// the exact lanes' paths.
+// the 1-D sum), and its plan. The L2 norm and dot product, by TermCheck, in both modes (their bits
+// are one). Anything it does not take, argument errors included, goes on to the exact lanes' paths.
 template <class R>
 bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, AxisLaunch& out) {
-  if constexpr (!is_exact_sum_v<R>) {
+  if constexpr (!is_exact_sum_v<R> && !kTermSum<R>) {
     return false;
   } else {
-    if (opt.mode != Mode::Exact) return false;
+    if (opt.mode != Mode::Exact && !(kTermSum<R> && opt.mode == Mode::Reproducible)) return false;
     AxisLayout layout{};
     if (resolve_axis(axis, layout) != nullptr) return false;
-    if (layout.length == 0 || layout.length > kExactCheckMaxLength<acc_t<typename R::Input, Sum>>) return false;
+    if (layout.length == 0 || layout.length > CheckFor<R>::kMaxLength) return false;
     Options fast = opt;
     fast.mode = Mode::Fast;
-    using C = ExactCheck<typename R::Input, typename R::Out, kExactOpOf<R>>;
-    if (plan_axis_launch<C>(axis, inputs_t<C>{in.x}, fast, device, out, nullptr) != cudaSuccess) return false;
+    using C = typename CheckFor<R>::type;
+    if (plan_axis_launch<C>(axis, CheckFor<R>::inputs(in), fast, device, out, nullptr) != cudaSuccess) return false;
     const AxisPath path = out.plan.path;
     return path != AxisPath::Flat && path != AxisPath::Nothing && path != AxisPath::Identity;
   }
@@ -357,12 +426,16 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
 
 // Mode::Exact along an axis of length 1 runs as fast mode: one element's sum, 0 + x, is the
 // element itself rounded once into the result type (exact for every float type), and -0 gives +0
-// as the exact paths do. The options a reduction runs with, that rule applied.
+// as the exact paths do. So do the L2 norm and the dot product in both modes (their one mode):
+// fast mode's one square in double, root in double and rounding into the result, and its one
+// product in double rounded into float, are the exact finish's steps on the same exact value.
+// The options a reduction runs with, that rule applied.
 template <class R>
 Options exact_length_one_as_fast(const Axis& axis, const Options& opt) {
-  if constexpr (is_exact_sum_v<R>) {
+  if constexpr (is_exact_sum_v<R> || kTermSum<R>) {
     AxisLayout layout{};
-    if (opt.mode == Mode::Exact && resolve_axis(axis, layout) == nullptr && layout.length == 1) {
+    const bool mode = kTermSum<R> ? opt.mode == Mode::Exact || opt.mode == Mode::Reproducible : opt.mode == Mode::Exact;
+    if (mode && resolve_axis(axis, layout) == nullptr && layout.length == 1) {
       Options fast = opt;
       fast.mode = Mode::Fast;
       return fast;
@@ -370,6 +443,10 @@ Options exact_length_one_as_fast(const Axis& axis, const Options& opt) {
   }
   return opt;
 }
+
+template <class R>
+cudaError_t axis_temp_bytes(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, std::size_t& bytes,
+                            const char** message);
 
 // The flag word of an ExactCheck launch, then the fast path's own storage.
 inline constexpr std::size_t kExactCheckFlagBytes = 256;
@@ -379,11 +456,20 @@ inline constexpr std::size_t kExactCheckFlagBytes = 256;
 template <class R>
 cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in,
                                     typename R::Out* d_out, cudaStream_t stream, const Options& opt, int device,
-                                    const char** message) {
+                                    const char** message, const Axis& axis) {
   using T = typename R::Input;
-  constexpr primitives::ExactOp kOp = kExactOpOf<R>;
-  using C = ExactCheck<T, typename R::Out, kOp>;
-  const std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
+  using C = typename CheckFor<R>::type;
+  std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
+  if constexpr (two_inputs_v<R>) {
+    // (Two inputs' storage depends on whether they are equally aligned: enough for either.)
+    Options fast = opt;
+    fast.mode = Mode::Fast;
+    std::size_t bytes = 0;
+    if (cudaError_t e = axis_temp_bytes<C>(axis, CheckFor<R>::inputs(in), fast, device, bytes, message); e != cudaSuccess) {
+      return e;
+    }
+    needed = kExactCheckFlagBytes + std::max(bytes, plan.plan.temp_bytes);
+  }
   if (d_temp == nullptr) {
     temp_bytes = needed;
     return cudaSuccess;
@@ -392,14 +478,21 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   if (message != nullptr) *message = error.message;
   if (error.code != cudaSuccess) return error.code;
   KernelFacts fixup{};
-  if (cudaError_t e = kernel_facts<exact_fixup_kernel<T, kOp>, kFixupThreads>(device, fixup); e != cudaSuccess) {
-    return planning_error(message, e, "no kernel image for this GPU (axis)");
+  cudaError_t facts = cudaSuccess;
+  if constexpr (kTermSum<R>) {
+    facts = kernel_facts<term_fixup_kernel<T, kLaneTermOf<R>, typename R::Out>, kFixupThreads>(device, fixup);
+  } else {
+    facts = kernel_facts<exact_fixup_kernel<T, kExactOpOf<R>>, kFixupThreads>(device, fixup);
   }
+  if (facts != cudaSuccess) return planning_error(message, facts, "no kernel image for this GPU (axis)");
   auto* failed = static_cast<unsigned*>(d_temp);
   cudaError_t status = cudaMemsetAsync(failed, 0, sizeof(unsigned), stream);
   if (status == cudaSuccess) {
-    status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, inputs_t<C>{in.x}, d_out,
-                            C::with(failed, plan.layout.length), stream);
+    C check{};
+    if constexpr (kTermSum<R>) check = C::with(failed);
+    else check = C::with(failed, plan.layout.length);
+    status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, CheckFor<R>::inputs(in), d_out,
+                            check, stream);
   }
   if (status == cudaSuccess) {
     const AxisLayout& L = plan.layout;
@@ -409,10 +502,19 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
     const unsigned grid = static_cast<unsigned>(
         std::clamp<std::size_t>((L.outputs() + kOutputsPerBlock - 1) / kOutputsPerBlock, 1, resident));
     const bool dependent = compute_major(device) >= 9 && fixup.ptx_version >= 90;
-    status = launch(exact_fixup_kernel<T, kOp>, grid, kFixupThreads, 0, stream, dependent, in.x,
-                    reinterpret_cast<acc_t<T, Sum>*>(d_out),
-                    ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride, L.inner_stride,
-                                   kSumResultType<R>});
+    if constexpr (kTermSum<R>) {
+      const T* y = nullptr;
+      if constexpr (two_inputs_v<R>) y = in.y;
+      status = launch(term_fixup_kernel<T, kLaneTermOf<R>, typename R::Out>, grid, kFixupThreads, 0, stream, dependent,
+                      in.x, y, d_out,
+                      ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride,
+                                     L.inner_stride, primitives::ResultType::Acc});
+    } else {
+      status = launch(exact_fixup_kernel<T, kExactOpOf<R>>, grid, kFixupThreads, 0, stream, dependent, in.x,
+                      reinterpret_cast<acc_t<T, Sum>*>(d_out),
+                      ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride,
+                                     L.inner_stride, kSumResultType<R>});
+    }
   }
   if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
   return status;
@@ -459,11 +561,14 @@ cudaError_t axis_temp_bytes(const Axis& axis, const inputs_t<R>& in, const Optio
   bytes = plan.plan.temp_bytes;
   if constexpr (two_inputs_v<R>) {
   // The size query's pointers need not be the ones reduced: plan the other alignments too (one
-  // input's storage does not depend on its alignment; two inputs' on whether they are equally aligned).
-  for (std::uintptr_t offset : {std::uintptr_t(0), std::uintptr_t(16) - alignof(typename R::Input)}) {
+  // input's storage does not depend on its alignment; two inputs' on whether they are equally
+  // aligned): both inputs aligned alike, and apart two ways.
+  constexpr std::uintptr_t kX = alignof(typename R::Input), kY = alignof(typename R::Input2);
+  for (const auto [offset_x, offset_y] : {std::pair{std::uintptr_t(0), std::uintptr_t(0)}, std::pair{std::uintptr_t(0), kY},
+                                          std::pair{std::uintptr_t(16) - kX, kY}}) {
     inputs_t<R> other = in;
-    other.x = reinterpret_cast<const typename R::Input*>(std::uintptr_t(256) + offset);
-    if constexpr (two_inputs_v<R>) other.y = reinterpret_cast<const typename R::Input2*>(std::uintptr_t(256) + alignof(typename R::Input2));
+    other.x = reinterpret_cast<const typename R::Input*>(std::uintptr_t(256) + offset_x);
+    other.y = reinterpret_cast<const typename R::Input2*>(std::uintptr_t(256) + offset_y);
     AxisLaunch q{};
     if (cudaError_t e = plan_axis_launch<R>(axis, other, opt, device, q, message); e != cudaSuccess) return e;
     bytes = std::max(bytes, q.plan.temp_bytes);
@@ -480,10 +585,10 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const 
   const Options opt = exact_length_one_as_fast<R>(axis, options);
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if constexpr (is_exact_sum_v<R>) {
+  if constexpr (is_exact_sum_v<R> || kTermSum<R>) {
     AxisLaunch check{};
     if (plan_exact_check<R>(axis, in, opt, device, check)) {
-      return reduce_axis_exact_check<R>(check, d_temp, temp_bytes, in, d_out, stream, opt, device, message);
+      return reduce_axis_exact_check<R>(check, d_temp, temp_bytes, in, d_out, stream, opt, device, message, axis);
     }
   }
   if (d_temp == nullptr) return axis_temp_bytes<R>(axis, in, opt, device, temp_bytes, message);
@@ -571,6 +676,15 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       // Two rows of limbs per warp of the grid (a head and a tail).
       plan = plan_segments(count, primitives::kExactRowWords<A> * sizeof(unsigned long long), scan_bytes, sms,
                            main.blocks_per_sm, opt.max_blocks);
+    } else if constexpr (kTermSum<R>) {
+      using O = typename R::Out;
+      constexpr LaneTerm kTerm = kLaneTermOf<R>;
+      cudaError_t e = kernel_facts<repro_segments_kernel<T, Offset, true, primitives::ExactOp::Sum, kTerm, O>,
+                                   kReproThreads>(device, main);
+      if (e == cudaSuccess) e = kernel_facts<repro_segments_join_kernel<T, Offset, false, kTerm, O>, kReproThreads>(device, join);
+      if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
+      plan = plan_segments(count, primitives::kExactRowWords<double> * sizeof(unsigned long long), scan_bytes, sms,
+                           main.blocks_per_sm, opt.max_blocks);
     }
   } else if constexpr (!R::commutative) {
     const unsigned group = count <= 1024 ? kOrderedThreads : 32;
@@ -635,29 +749,35 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       }
     }
     if (repro_sum) {
+      if (status != cudaSuccess) return status;
+      // The warps' runs of tiles (repro_segments.cuh), then the cut segments joined.
+      const bool after_scan = one_block && compute_major(device) >= 9 && main.ptx_version >= 90;
+      const bool after_main = compute_major(device) >= 9 && join.ptx_version >= 90;
+      const std::size_t warps = std::size_t(plan.grid) * (kReproThreads / 32);
+      auto* rows = reinterpret_cast<unsigned long long*>(base + plan.slots_offset);
+      auto run = [&](auto runs_kernel, auto join_kernel, const auto& args) {
+        const cudaError_t s = launch(runs_kernel, plan.grid, kReproThreads, 0, stream, after_scan, args);
+        if (s != cudaSuccess) return s;
+        return launch(join_kernel, plan.grid, kReproThreads, 0, stream, after_main, args);
+      };
       if constexpr (is_exact_sum_v<R>) {
-        // The warps' runs of tiles (repro_segments.cuh), then the cut segments joined.
         using A = acc_t<T, Sum>;
-        const ReproSegmentArgs<T, Offset> args{in.x,
-                                               d_begin,
-                                               d_end,
-                                               count,
-                                               scan,
-                                               std::size_t(plan.grid) * (kReproThreads / 32),
-                                               reinterpret_cast<unsigned long long*>(base + plan.slots_offset),
-                                               reinterpret_cast<A*>(d_out),
+        const ReproSegmentArgs<T, Offset> args{in.x,  d_begin, d_end, count, scan, warps, rows, reinterpret_cast<A*>(d_out),
                                                kSumResultType<R>};
-        const bool after_scan = one_block && compute_major(device) >= 9 && main.ptx_version >= 90;
-        const bool after_main = compute_major(device) >= 9 && join.ptx_version >= 90;
-        if (status != cudaSuccess) return status;
         return with_exact_lanes(exact, [&]<bool Exact>() {
           constexpr primitives::ExactOp kOp = kExactOpOf<R>;
-          cudaError_t s = launch(repro_segments_kernel<T, Offset, Exact, kOp>, plan.grid, kReproThreads, 0, stream,
-                                 after_scan, args);
-          if (s != cudaSuccess) return s;
-          return launch(repro_segments_join_kernel<T, Offset, primitives::kDividesBy<kOp>>, plan.grid, kReproThreads, 0,
-                        stream, after_main, args);
+          return run(repro_segments_kernel<T, Offset, Exact, kOp>,
+                     repro_segments_join_kernel<T, Offset, primitives::kDividesBy<kOp>>, args);
         });
+      } else if constexpr (kTermSum<R>) {
+        using O = typename R::Out;
+        constexpr LaneTerm kTerm = kLaneTermOf<R>;
+        const T* y = nullptr;
+        if constexpr (two_inputs_v<R>) y = in.y;
+        const ReproSegmentArgs<T, Offset, O> args{in.x, d_begin, d_end, count, scan, warps, rows, d_out,
+                                                  primitives::ResultType::Acc, y};
+        return run(repro_segments_kernel<T, Offset, true, primitives::ExactOp::Sum, kTerm, O>,
+                   repro_segments_join_kernel<T, Offset, false, kTerm, O>, args);
       }
       return cudaErrorNotSupported;
     }

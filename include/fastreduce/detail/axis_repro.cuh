@@ -28,32 +28,50 @@ template <class T>
 struct RowView {
   const T* p;
   std::size_t n;
+  const T* p2 = nullptr;  // the second input's row (a sum of products), else null
 };
 
-// The rows of an axis layout, as views.
+// The rows of an axis layout, as views; in2: a second input of the same layout (the dot
+// product), or null.
 template <class T>
 struct AxisRowViews {
   AxisRows<T> rows;
-  __device__ __forceinline__ RowView<T> operator()(std::size_t r) const { return {rows.row(r), rows.offsets.length}; }
+  const T* in2 = nullptr;
+  __device__ __forceinline__ RowView<T> operator()(std::size_t r) const {
+    const std::int64_t offset = rows.offsets(r);
+    return {rows.in + offset, rows.offsets.length, in2 != nullptr ? in2 + offset : nullptr};
+  }
 };
 
-template <class Rows, class A>
+// O: the type of out (the sums' accumulator, whose narrow result `result` says; or the L2 norm's
+// and dot product's result type).
+template <class Rows, class O>
 struct ReproRowsArgs {
   Rows rows;
   std::size_t items;  // rows * chunks
   unsigned chunks;
   std::size_t tiles_per_chunk;
-  unsigned long long* pieces;  // not null: a row of kExactRowWords<A> words per item, else out is written
-  A* out;
-  primitives::ResultType result;  // the type of out's elements (ResultType::Acc: A)
+  unsigned long long* pieces;  // not null: a row of kExactRowWords words (the accumulator's) per item, else out is written
+  O* out;
+  primitives::ResultType result;  // the type of out's elements (ResultType::Acc: O)
 };
+
+// The output type of the exact axis kernels: the sum's accumulator, or O for the squares and
+// products (LaneTerm::Square, LaneTerm::Product), which store their own finish (store_term_row).
+template <class T, LaneTerm Term, class O>
+using exact_out_t = std::conditional_t<Term == LaneTerm::Element, acc_t<T, Sum>, O>;
 
 // WarpsPerRow warps sum a row (or a piece of it) with the 1-D code: their tiles round the warps.
 // Exact: Mode::Exact's lanes. Op: the sum, the sum of the elements' magnitudes (the L1 norm) or
-// the sum divided by the row's length (the mean).
-template <unsigned WarpsPerRow, class T, class Rows, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
-__global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs<Rows, acc_t<T, Sum>> args) {
-  using A = acc_t<T, Sum>;
+// the sum divided by the row's length (the mean). Term: the sum of the elements' squares (the L2
+// norm, O its result type) or of their products with the second input's (the dot product), on
+// Mode::Exact's double lanes as the 1-D exact_terms_kernel, finished as it is.
+template <unsigned WarpsPerRow, class T, class Rows, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum,
+          LaneTerm Term = LaneTerm::Element, class O = acc_t<T, Sum>>
+__global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs<Rows, exact_out_t<T, Term, O>> args) {
+  static_assert(Term == LaneTerm::Element || (Exact && Op == primitives::ExactOp::Sum),
+                "squares and products take Mode::Exact's lanes");
+  using A = exact_acc_t<T, Term>;
   constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
@@ -87,14 +105,15 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
       const std::size_t tiles = row.n / kReproTile + (row.n % kReproTile != 0);
       const std::size_t t0 = (item % args.chunks) * args.tiles_per_chunk;
       const std::size_t t1 = t0 + args.tiles_per_chunk < tiles ? t0 + args.tiles_per_chunk : tiles;
-      const bool aligned = reinterpret_cast<std::uintptr_t>(row.p) % 16 == 0;
+      const bool aligned = reinterpret_cast<std::uintptr_t>(row.p) % 16 == 0 &&
+                           (Term != LaneTerm::Product || reinterpret_cast<std::uintptr_t>(row.p2) % 16 == 0);
       if constexpr (std::is_same_v<A, float>) {
         primitives::LaneExact lane_exact(lane_limbs[warp], lane);
         add_float_tiles<T, Exact, Abs>(lane_exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane);
         lane_exact.into(exact);
       } else {
-        add_double_tiles<Exact, Abs>(exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane,
-                                spill_rows[kSpillRows ? warp : 0], &spill_flags[warp]);
+        add_double_tiles<Exact, Abs, Term>(exact, row.p, row.n, t1, t0 + rank, WarpsPerRow, aligned, lane,
+                                           spill_rows[kSpillRows ? warp : 0], &spill_flags[warp], row.p2);
       }
     }
 #pragma unroll
@@ -112,8 +131,12 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
       for (unsigned g = 1; g < WarpsPerRow; ++g) special |= specials[warp + g];
       __syncwarp();
       if (args.pieces == nullptr) {
-        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, r, args.result, slots[warp], special, lane,
-                                                                 length);
+        if constexpr (Term != LaneTerm::Element) {
+          store_term_row<Term>(args.out, r, slots[warp], special, lane);
+        } else {
+          primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, r, args.result, slots[warp], special, lane,
+                                                                   length);
+        }
       } else {
         unsigned long long* piece = args.pieces + item * primitives::kExactRowWords<A>;
 #pragma unroll
@@ -126,12 +149,14 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
 }
 
 // One warp per output: the exact sum of its pieces' rows, rounded once (Divide: divided by
-// `divisor`, the mean).
-template <class A, bool Divide = false>
+// `divisor`, the mean). Term: rows of squares or products (A double), finished as the 1-D exact
+// L2 norm or dot product into O.
+template <class A, bool Divide = false, LaneTerm Term = LaneTerm::Element, class O = A>
 __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(const unsigned long long* pieces,
                                                                             std::size_t outputs, unsigned chunks,
-                                                                            A* out, primitives::ResultType result,
+                                                                            O* out, primitives::ResultType result,
                                                                             std::uint64_t divisor) {
+  static_assert(Term == LaneTerm::Element ? std::is_same_v<A, O> : std::is_same_v<A, double> && !Divide);
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
   constexpr unsigned W = ExactSum<A>::kLimbs;
@@ -154,7 +179,11 @@ __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(cons
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = acc[k];
     __syncwarp();
-    primitives::store_limb_row<primitives::AnyNarrow, Divide>(out, q, result, slots[warp], special, lane, divisor);
+    if constexpr (Term != LaneTerm::Element) {
+      store_term_row<Term>(out, q, slots[warp], special, lane);
+    } else {
+      primitives::store_limb_row<primitives::AnyNarrow, Divide>(out, q, result, slots[warp], special, lane, divisor);
+    }
     __syncwarp();
   }
 }
@@ -162,6 +191,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(cons
 template <class T, class A>
 struct ReproColumnsArgs {
   const T* in;
+  const T* in2;  // a second input of the same layout (LaneTerm::Product), else null
   std::size_t outputs, length, inner;
   std::int64_t outer_stride, length_stride, inner_stride;
   unsigned width;  // outputs per block (a power of two up to 32): lane u % width of a warp takes output u
@@ -169,8 +199,8 @@ struct ReproColumnsArgs {
   unsigned chunks;
   std::size_t tiles_per_chunk;
   std::size_t items;  // col_blocks * chunks
-  unsigned long long* pieces;  // not null: per output and piece, a row of kExactRowWords<A> words, else out is written
-  A* out;
+  unsigned long long* pieces;  // not null: per output and piece, a row of kExactRowWords words, else out is written
+  A* out;                      // (A: the type of out, as ReproRowsArgs's O)
   primitives::ResultType result;  // the type of out's elements (ResultType::Acc: A)
 };
 
@@ -183,10 +213,15 @@ __device__ __forceinline__ T column_element(const T* base, std::int64_t stride, 
 // Exact: Mode::Exact's lanes. Their spills go into the output's limbs with the same atomics; a
 // double tile's lane pairs then meet in any order (the exact sum has no order), flushed into the
 // limbs where an addition would round. Op: the sum, the sum of the elements' magnitudes (the L1
-// norm) or the sum divided by the column's length (the mean).
-template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
-__global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColumnsArgs<T, acc_t<T, Sum>> args) {
-  using A = acc_t<T, Sum>;
+// norm) or the sum divided by the column's length (the mean). Term: the squares (the L2 norm, O
+// its result type) or the products with in2's elements (the dot product), on the double lanes
+// (each term exact in double), finished as the 1-D exact L2 norm and dot product.
+template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum,
+          LaneTerm Term = LaneTerm::Element, class O = acc_t<T, Sum>>
+__global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColumnsArgs<T, exact_out_t<T, Term, O>> args) {
+  static_assert(Term == LaneTerm::Element || (Exact && Op == primitives::ExactOp::Sum),
+                "squares and products take Mode::Exact's lanes");
+  using A = exact_acc_t<T, Term>;
   constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
@@ -210,8 +245,10 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
     const std::size_t piece = item / args.col_blocks;
     const std::size_t q = cb * width + u;
     const bool valid = q < args.outputs;
-    const T* base = args.in + static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
-                    static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
+    const std::int64_t offset = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
+                                static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
+    const T* base = args.in + offset;
+    const T* base2 = Term == LaneTerm::Product ? args.in2 + offset : base;
     const std::size_t t0 = piece * args.tiles_per_chunk;
     const std::size_t t1 = t0 + args.tiles_per_chunk < tiles ? t0 + args.tiles_per_chunk : tiles;
     for (unsigned j = threadIdx.x; j < 32 * (W + 1); j += kReproThreads) limbs[j / (W + 1)][j % (W + 1)] = 0;
@@ -299,8 +336,14 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
           std::conditional_t<Exact, ExactDoubleLane, DoubleLane> lanes[2];
           auto element = [&](unsigned j, unsigned c) {
             const std::size_t k = t * kReproTile + (std::size_t(j) * 32 + l) * V + c;
-            return primitives::to_acc<double>(
-                primitives::magnitude_if<Abs>(valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f)));
+            const T x = valid ? column_element(base, args.length_stride, k, args.length) : T(0.0f);
+            if constexpr (Term == LaneTerm::Element) {
+              return primitives::to_acc<double>(primitives::magnitude_if<Abs>(x));
+            } else if constexpr (Term == LaneTerm::Square) {
+              return lane_value<Term>(x, x);
+            } else {
+              return lane_value<Term>(x, valid ? column_element(base2, args.length_stride, k, args.length) : T(0.0f));
+            }
           };
           if constexpr (Exact) {
             // Groups of 4 vectors as the float sums' batches: exact additions only, and a group
@@ -388,8 +431,12 @@ __global__ void __launch_bounds__(kReproThreads) repro_columns_kernel(ReproColum
       const std::size_t qv = cb * width + v;
       if (qv >= args.outputs) break;
       if (args.pieces == nullptr) {
-        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, qv, args.result, limbs[v], specials[v], lane,
-                                                                 args.length);
+        if constexpr (Term != LaneTerm::Element) {
+          store_term_row<Term>(args.out, qv, limbs[v], specials[v], lane);
+        } else {
+          primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, qv, args.result, limbs[v], specials[v],
+                                                                   lane, args.length);
+        }
       } else {
         // The piece's limbs, carried into 32-bit magnitudes with their sign applied, so that any
         // number of pieces add up without overflow.

@@ -192,8 +192,8 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
 // What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
 // set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
 // order), or cudaErrorNotSupported. `one_output`: the reduction has one contiguous output (the 1-D
-// reduce), the only shape of the exact L2 norm, dot product and variance (kTermSum, kVarianceSum:
-// both modes on Mode::Exact's lanes).
+// reduce), the only shape of the exact variance (kVarianceSum). The exact L2 norm and dot product
+// (kTermSum) take every shape. Both run Mode::Exact's lanes in both modes.
 template <class R>
 cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool one_output) {
   repro_sum = false;
@@ -203,36 +203,29 @@ cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** 
   }
   if constexpr (is_exact_sum_v<R>) {
     repro_sum = true;
-  } else if constexpr (kTermSum<R> || kVarianceSum<R>) {
+  } else if constexpr (kTermSum<R>) {
+    repro_sum = true;
+  } else if constexpr (kVarianceSum<R>) {
     if (!one_output) {
-      constexpr int kOp = kVarianceSum<R> ? 2 : kLaneTermOf<R> == LaneTerm::Square ? 0 : 1;
-      constexpr const char* kExact[] = {
-          "Mode::Exact: the L2 norm has this mode over one contiguous output only (the 1-D reduce), not along an "
-          "axis or over segments",
-          "Mode::Exact: the dot product has this mode over one contiguous output only (the 1-D reduce), not along "
-          "an axis or over segments",
-          "Mode::Exact: the variance and standard deviation have this mode over one contiguous output only (the 1-D "
-          "reduce), not along an axis or over segments"};
-      constexpr const char* kReproducible[] = {
-          "Mode::Reproducible: the L2 norm has this mode over one contiguous output only (the 1-D reduce), not "
-          "along an axis or over segments",
-          "Mode::Reproducible: the dot product has this mode over one contiguous output only (the 1-D reduce), not "
-          "along an axis or over segments",
-          "Mode::Reproducible: the variance and standard deviation have this mode over one contiguous output only "
-          "(the 1-D reduce), not along an axis or over segments"};
-      return planning_error(message, cudaErrorNotSupported, opt.mode == Mode::Exact ? kExact[kOp] : kReproducible[kOp]);
+      return planning_error(message, cudaErrorNotSupported,
+                            opt.mode == Mode::Exact
+                                ? "Mode::Exact: the variance and standard deviation have this mode over one "
+                                  "contiguous output only (the 1-D reduce), not along an axis or over segments"
+                                : "Mode::Reproducible: the variance and standard deviation have this mode over one "
+                                  "contiguous output only (the 1-D reduce), not along an axis or over segments");
     }
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
                           opt.mode == Mode::Exact
                               ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the 1-D L2 norm, "
-                                "dot product and variance of float, half and bfloat16, and ops whose result is exact)"
+                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the L2 norm and "
+                                "dot product of float, half and bfloat16 and their 1-D variance, and ops whose result "
+                                "is exact)"
                               : "Mode::Reproducible: this op's result depends on the order of its floating-point "
                                 "operations (reproducible forms: Sum, the mean and the L1 norm of floating-point "
-                                "types, the 1-D L2 norm, dot product and variance of float, half and bfloat16, and "
-                                "ops whose result is exact)");
+                                "types, the L2 norm and dot product of float, half and bfloat16 and their 1-D "
+                                "variance, and ops whose result is exact)");
   }
   return cudaSuccess;
 }

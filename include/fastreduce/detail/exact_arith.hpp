@@ -366,6 +366,22 @@ FASTREDUCE_HOST_DEVICE double double_from_bits(std::uint64_t bits) {
   return std::bit_cast<double>(bits);
 #endif
 }
+
+// The exact value of a pair of finite doubles, sum + error (their sum finite), rounded once to
+// float (nearest even). One IEEE addition gives the value rounded to double, r, and TwoSum its
+// residual; converting r to float rounds twice only where r is a float midpoint that the exact
+// value is not, and then r first moves one double ulp toward the exact value: no float midpoint
+// lies between them any more, and the conversion rounds r as it would round the exact value.
+// (TermCheck's dot product of short axes, detail/exact_axis.cuh.)
+FASTREDUCE_HOST_DEVICE float pair_to_float(double sum, double error) {
+  const TwoSum t = two_sum(sum, error);
+  double r = t.sum;
+  if (t.error != 0.0 && is_midpoint<kFloatFormat>(r)) {
+    const std::uint64_t bits = double_bits(r);
+    r = double_from_bits((t.error > 0.0) == (r > 0.0) ? bits + 1 : bits - 1);  // up or down in magnitude
+  }
+  return static_cast<float>(r);  // round to nearest even, host and device alike
+}
 FASTREDUCE_HOST_DEVICE float float_from_bits(std::uint32_t bits) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(bits);

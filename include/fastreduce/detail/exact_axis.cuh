@@ -26,6 +26,7 @@
 #include "fastreduce/detail/exact_sum.cuh"
 #include "fastreduce/detail/grid_finish.cuh"
 #include "fastreduce/detail/reduction.cuh"
+#include "fastreduce/detail/repro_path.cuh"
 #include "fastreduce/detail/vector.cuh"
 
 namespace fastreduce::engine {
@@ -217,15 +218,12 @@ __device__ __forceinline__ bool output_is_nan(const A* out, std::size_t i, primi
 
 inline constexpr unsigned kFixupThreads = 256;
 
-// Recomputes every NaN output of an ExactCheck launch, once it has set `failed`: a warp per such
-// output, its lanes adding the output's elements into a row of exact limbs with shared-memory
-// atomics, then rounding it once (store_limb_row). Launched after the main kernels (a dependent
-// launch where the GPU has them). Op: the sum, the sum of the elements' magnitudes or the mean.
-template <class T, primitives::ExactOp Op = primitives::ExactOp::Sum>
-__global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
-                                                                     ExactFixupArgs args) {
-  using A = acc_t<T, Sum>;
-  constexpr bool Abs = primitives::kMagnitudesOf<Op>;
+// The fix-ups' loop: once `failed` is set, a warp per NaN output (is_nan(q)) adds the output's
+// terms (term(i), i the offset of each of its elements from the input's start) into a row of exact
+// limbs (format A) with shared-memory atomics, and store(q, limbs, special, lane) rounds it once.
+// Launched after the main kernels (a dependent launch where the GPU has them).
+template <class A, class IsNan, class Term, class Store>
+__device__ __forceinline__ void fix_nan_outputs(const ExactFixupArgs& args, IsNan&& is_nan, Term&& term, Store&& store) {
   using primitives::ExactSum;
   constexpr unsigned kWarps = kFixupThreads / 32;
   constexpr unsigned W = ExactSum<A>::kLimbs;
@@ -239,7 +237,7 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
   const std::size_t step = std::size_t(gridDim.x) * kWarps * 32;
   for (std::size_t base = (std::size_t(blockIdx.x) * kWarps + warp) * 32; base < args.outputs; base += step) {
     const std::size_t mine = base + lane;
-    const bool redo = mine < args.outputs && output_is_nan(out, mine, args.result);
+    const bool redo = mine < args.outputs && is_nan(mine);
     for (unsigned mask = __ballot_sync(primitives::kFullMask, redo); mask != 0; mask &= mask - 1) {
       const std::size_t q = base + static_cast<unsigned>(__ffs(mask) - 1);
 #pragma unroll
@@ -249,16 +247,126 @@ __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in,
       const std::int64_t first = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
                                  static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
       for (std::size_t k = lane; k < args.length; k += 32) {
-        const double x = primitives::to_acc<double>(
-            primitives::magnitude_if<Abs>(in[first + static_cast<std::int64_t>(k) * args.length_stride]));
-        primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
+        primitives::atomic_add_exact<A>(limbs[warp], &specials[warp],
+                                        term(first + static_cast<std::int64_t>(k) * args.length_stride));
       }
       __syncwarp();
-      primitives::store_limb_row<T, primitives::kDividesBy<Op>>(out, q, args.result, limbs[warp], specials[warp], lane,
-                                                               args.length);
+      store(q, limbs[warp], specials[warp], lane);
       __syncwarp();  // the row is read before the next output clears it
     }
   }
+}
+
+// Recomputes every NaN output of an ExactCheck launch (fix_nan_outputs): its elements (Op: their
+// magnitudes) into the sum's limbs, rounded once by store_limb_row (Op: the mean, divided by the
+// length).
+template <class T, primitives::ExactOp Op = primitives::ExactOp::Sum>
+__global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
+                                                                     ExactFixupArgs args) {
+  fix_nan_outputs<acc_t<T, Sum>>(
+      args, [&](std::size_t i) { return output_is_nan(out, i, args.result); },
+      [&](std::int64_t at) {
+        return primitives::to_acc<double>(primitives::magnitude_if<primitives::kMagnitudesOf<Op>>(in[at]));
+      },
+      [&](std::size_t q, long long* limbs, unsigned special, unsigned lane) {
+        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(out, q, args.result, limbs, special, lane, args.length);
+      });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The L2 norm and dot product of float, half and bfloat16 inputs along short axes (both modes, whose
+// bits are one): ExactCheck's way with squares or products as the terms. Each term is a double
+// exactly (lane_value), and the state is a CheckedPair, a TwoSum running sum and the sum of its
+// errors, which stays exact while the errors span under 53 bits (float rows of 4096 elements of one
+// binade span about 30). A row whose check fails (wider data, infinity, NaN) is written as NaN, sets
+// the flag, and is recomputed by term_fixup_kernel into exact limbs. The finish is the 1-D one on
+// the same exact value: sum + error rounded once to double (one IEEE addition of the pair), then
+// - Square: its square root rounded to double, then to O (narrow_double), as store_term_total;
+// - Product: rounded once to float (pair_to_float: the double sum + error, moved one double ulp
+//   toward the exact value where it is a float midpoint the exact value is not, then converted).
+template <class T, LaneTerm Term, class O>
+struct TermCheck {
+  static_assert(Term != LaneTerm::Element);
+  static constexpr bool kTwo = Term == LaneTerm::Product;
+  using Input = T;
+  using Input2 = std::conditional_t<kTwo, T, NoInput>;
+  using State = primitives::CheckedPair;
+  using Acc = State;
+  using Partial = State;
+  using Out = O;
+  static constexpr bool commutative = true;
+  static constexpr unsigned folds = 2;
+  static constexpr bool order_independent = true;
+  static constexpr unsigned kWarpRowsMinBlocks = 4;  // ExactCheck's for doubles (the same state)
+  static constexpr std::size_t kTileRowMaxBytes = kAxisPolicy.tile_row_max_bytes;
+  static constexpr bool kMapPath = false;
+  unsigned* failed = nullptr;
+
+  static TermCheck with(unsigned* failed) {
+    TermCheck c{};
+    c.failed = failed;
+    return c;
+  }
+  __device__ __forceinline__ TermCheck at(const T*) const { return *this; }
+  __host__ __device__ __forceinline__ State identity() const { return {0.0, 0.0}; }
+  __device__ __forceinline__ State start() const { return identity(); }
+  __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const {
+    return primitives::checked_pair_add(s, lane_value<LaneTerm::Square>(x, x));
+  }
+  __device__ __forceinline__ State fold(const State& s, const T& x, const T& y, std::size_t) const {
+    return primitives::checked_pair_add(s, lane_value<LaneTerm::Product>(x, y));
+  }
+  template <unsigned V>
+  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, std::size_t) const {
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) s = primitives::checked_pair_add(s, lane_value<LaneTerm::Square>(v.elem[k], v.elem[k]));
+    return s;
+  }
+  template <unsigned V>
+  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, const primitives::Vec<T, V>& w,
+                                            std::size_t) const {
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) s = primitives::checked_pair_add(s, lane_value<LaneTerm::Product>(v.elem[k], w.elem[k]));
+    return s;
+  }
+  __device__ __forceinline__ State value(const State& s) const { return s; }
+  __device__ __forceinline__ State combine(const State& a, const State& b) const {
+    return primitives::checked_pair_join(a, b);
+  }
+  __host__ __device__ __forceinline__ State partial(const State& a) const { return a; }
+  __device__ __forceinline__ State merge(const State& a, const State& b) const { return combine(a, b); }
+  __host__ __device__ __forceinline__ State partial_identity() const { return identity(); }
+  __device__ __forceinline__ O project(const State& p) const {
+    if (isnan(p.error)) {
+      atomicOr(failed, 1u);
+      return primitives::narrow_double<O>(primitives::quiet_nan());
+    }
+    if constexpr (Term == LaneTerm::Square) {
+      return primitives::narrow_double<O>(__dsqrt_rn(primitives::add_rn(p.sum, p.error)));  // the sum rounded once
+    } else {
+      return primitives::pair_to_float(p.sum, p.error);
+    }
+  }
+};
+
+// Recomputes every NaN output of a TermCheck launch (fix_nan_outputs): its squares (products
+// with in2's elements) into the double format's limbs, finished by store_term_row.
+template <class T, LaneTerm Term, class O>
+__global__ void __launch_bounds__(kFixupThreads) term_fixup_kernel(const T* in, const T* in2, O* out,
+                                                                    ExactFixupArgs args) {
+  constexpr primitives::ResultType kType = std::is_same_v<O, float>    ? primitives::ResultType::Acc
+                                           : std::is_same_v<O, __half> ? primitives::ResultType::Half
+                                                                       : primitives::ResultType::Bfloat16;
+  fix_nan_outputs<double>(
+      args, [&](std::size_t i) { return output_is_nan(reinterpret_cast<const float*>(out), i, kType); },
+      [&](std::int64_t at) {
+        const T x = in[at];
+        if constexpr (Term == LaneTerm::Square) return lane_value<LaneTerm::Square>(x, x);
+        else return lane_value<LaneTerm::Product>(x, in2[at]);
+      },
+      [&](std::size_t q, long long* limbs, unsigned special, unsigned lane) {
+        store_term_row<Term>(out, q, limbs, special, lane);
+      });
 }
 
 }  // namespace fastreduce::engine

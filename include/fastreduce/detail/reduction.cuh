@@ -154,12 +154,12 @@ template <class R>
 inline constexpr bool kMeanSum = false;
 // Reductions they serve as the sum of their elements' squares, whose square root is the result:
 // the family's L2 norm of float, half and bfloat16 inputs (specialised in stat_reductions.cuh),
-// on one contiguous output (the 1-D reduce).
+// on every shape.
 template <class R>
 inline constexpr bool kSquareSum = false;
 // Reductions they serve as the sum of the products of two inputs' elements: the family's dot
-// product of float, half and bfloat16 inputs (specialised in stat_reductions.cuh), on one
-// contiguous output.
+// product of float, half and bfloat16 inputs (specialised in stat_reductions.cuh), on every
+// shape.
 template <class R>
 inline constexpr bool kProductSum = false;
 

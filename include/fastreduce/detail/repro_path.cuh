@@ -613,6 +613,32 @@ __device__ __forceinline__ void finish_term_rows(const unsigned long long* rows,
   }
 }
 
+// The same finishes from a row's exact total (normalised limbs of the double format, its sign and
+// special-value flags) into out[q], by one warp (lane 0 stores): the axis and segmented L2 norms
+// and dot products, bit for bit finish_term_rows's on the same sum.
+template <LaneTerm Term, class O>
+__device__ __forceinline__ void store_term_total(O* out, std::size_t q, const unsigned long long* limbs, bool negative,
+                                                 unsigned special, unsigned lane) {
+  static_assert(Term != LaneTerm::Element);
+  static_assert(std::is_same_v<O, float> || Term == LaneTerm::Square, "the exact dot product's result is a float");
+  if constexpr (Term == LaneTerm::Square) {
+    const double squares = primitives::round_exact<double>(limbs, negative, special, lane);
+    if (lane == 0) out[q] = primitives::narrow_double<O>(__dsqrt_rn(squares));
+  } else {
+    const float sum = primitives::round_exact<double, float>(limbs, negative, special, lane);
+    if (lane == 0) out[q] = sum;
+  }
+}
+
+// A warp's row of signed limbs in shared memory (not carried yet) with its flags, normalised in
+// place and finished into out[q] (store_term_total).
+template <LaneTerm Term, class O>
+__device__ __forceinline__ void store_term_row(O* out, std::size_t q, long long* limbs, unsigned special,
+                                               unsigned lane) {
+  const bool negative = primitives::normalize_limb_row<double>(limbs, lane);
+  store_term_total<Term>(out, q, reinterpret_cast<const unsigned long long*>(limbs), negative, special, lane);
+}
+
 // Each block adds the squares or products of its tiles exactly (the exact double lanes, as a
 // double sum's) and stores its row; a grid of one block finishes its own row, a larger one leaves
 // the rows to exact_terms_finish_kernel.

@@ -30,7 +30,9 @@ namespace fastreduce::engine {
 // elements: here they are the 1-D sum's tiles.
 static_assert(kSegmentPiece == kReproTile, "the segments' pieces must be the reproducible sum's tiles");
 
-template <class T, class Offset>
+// O: the type of out, the sum's accumulator (whose narrow result `result` says) or the L2 norm's
+// and dot product's result type; in2: the dot product's second input, else null.
+template <class T, class Offset, class O = acc_t<T, Sum>>
 struct ReproSegmentArgs {
   const T* in;
   const Offset* begin;
@@ -39,16 +41,21 @@ struct ReproSegmentArgs {
   const unsigned long long* scan;  // inclusive running count of pieces (tiles) per segment
   std::size_t warps;               // the main kernel's warps (its grid times kReproThreads / 32)
   unsigned long long* rows;        // [0, warps): head rows; [warps, 2 warps): tail rows
-  acc_t<T, Sum>* out;
+  O* out;
   primitives::ResultType result;   // the type of out's elements (ResultType::Acc: the accumulator's)
+  const T* in2 = nullptr;
 };
 
 // Each warp sums its run of tiles, segment by segment. Exact: Mode::Exact's lanes. Op: the sum,
 // the sum of the elements' magnitudes (the L1 norm) or the sum divided by the segment's length
-// (the mean).
-template <class T, class Offset, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
-__global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegmentArgs<T, Offset> args) {
-  using A = acc_t<T, Sum>;
+// (the mean). Term: the squares (the L2 norm, O its result type) or the products with in2's
+// elements (the dot product) on the double lanes, finished as the 1-D exact L2 norm and dot product.
+template <class T, class Offset, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum,
+          LaneTerm Term = LaneTerm::Element, class O = acc_t<T, Sum>>
+__global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegmentArgs<T, Offset, O> args) {
+  static_assert(Term == LaneTerm::Element || (Exact && Op == primitives::ExactOp::Sum),
+                "squares and products take Mode::Exact's lanes");
+  using A = exact_acc_t<T, Term>;
   constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
@@ -73,10 +80,12 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegm
   for_each_segment_part(args.scan, args.count, run, lane, [&](std::size_t s, const SegmentPart& part) {
     const std::size_t n = segment_length(args.begin, args.end, s);
     const T* p = n > 0 ? args.in + args.begin[s] : args.in;
+    const T* p2 = Term == LaneTerm::Product && n > 0 ? args.in2 + args.begin[s] : args.in2;
     // The segment's tiles [t0, t1) (an empty segment: its one piece, nothing to add).
     const std::size_t t0 = static_cast<std::size_t>(part.first);
     const std::size_t t1 = n > 0 ? static_cast<std::size_t>(part.last) : t0;
-    const bool aligned = reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(p) % 16 == 0 &&
+                         (Term != LaneTerm::Product || reinterpret_cast<std::uintptr_t>(p2) % 16 == 0);
     ExactSum<A> exact;
     if constexpr (std::is_same_v<A, float>) {
       __syncwarp();  // every lane has read the previous segment's limbs (into) before they are zeroed
@@ -84,14 +93,18 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegm
       add_float_tiles<T, Exact, Abs>(lane_exact, p, n, t1, t0, 1, aligned, lane);
       lane_exact.into(exact);
     } else {
-      add_double_tiles<Exact, Abs>(exact, p, n, t1, t0, 1, aligned, lane, spill_rows[kSpillRows ? warp : 0],
-                                   &spill_flags[warp]);
+      add_double_tiles<Exact, Abs, Term>(exact, p, n, t1, t0, 1, aligned, lane, spill_rows[kSpillRows ? warp : 0],
+                                         &spill_flags[warp], p2);
     }
     if (!part.cut_before && !part.cut_after) {
 #pragma unroll
       for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = exact.limb[k];
-      primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, s, args.result, slots[warp], exact.special,
-                                                               lane, n);
+      if constexpr (Term != LaneTerm::Element) {
+        store_term_row<Term>(args.out, s, slots[warp], exact.special, lane);
+      } else {
+        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(args.out, s, args.result, slots[warp], exact.special,
+                                                                 lane, n);
+      }
       __syncwarp();  // the row is read before the next segment's limbs are written
     } else {
       unsigned long long* row = args.rows + (part.cut_before ? w : warps + w) * kWords;
@@ -105,10 +118,12 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_kernel(ReproSegm
 // The joins: each warp of a block looks at one worker's run (kWarps at once, grid-stride); a
 // segment that starts in that run and continues past it is then finished by the whole block, from
 // the run's tail row and the head rows of the runs it reaches, added exactly and rounded once
-// (Divide: divided by the segment's length, the mean).
-template <class T, class Offset, bool Divide = false>
-__global__ void __launch_bounds__(kReproThreads) repro_segments_join_kernel(ReproSegmentArgs<T, Offset> args) {
-  using A = acc_t<T, Sum>;
+// (Divide: divided by the segment's length, the mean; Term: the squares' or products' rows,
+// finished as the 1-D exact L2 norm or dot product).
+template <class T, class Offset, bool Divide = false, LaneTerm Term = LaneTerm::Element, class O = acc_t<T, Sum>>
+__global__ void __launch_bounds__(kReproThreads) repro_segments_join_kernel(ReproSegmentArgs<T, Offset, O> args) {
+  static_assert(Term == LaneTerm::Element || !Divide);
+  using A = exact_acc_t<T, Term>;
   constexpr unsigned kWarps = kReproThreads / 32;
   constexpr unsigned kWords = primitives::kExactRowWords<A>;
   __shared__ primitives::ExactShared<A, kWarps> shared;
@@ -144,8 +159,12 @@ __global__ void __launch_bounds__(kReproThreads) repro_segments_join_kernel(Repr
           args.rows + (from + 1) * kWords, static_cast<unsigned>(joins[i][1] - from), shared,
           args.rows + (warps + from) * kWords);
       if (sum.limbs != nullptr) {
-        primitives::store_exact<T, A, Divide>(args.out, s, args.result, sum.limbs, sum.negative, sum.special, lane,
-                                              segment_length(args.begin, args.end, s));
+        if constexpr (Term != LaneTerm::Element) {
+          store_term_total<Term>(args.out, s, sum.limbs, sum.negative, sum.special, lane);
+        } else {
+          primitives::store_exact<T, A, Divide>(args.out, s, args.result, sum.limbs, sum.negative, sum.special, lane,
+                                                segment_length(args.begin, args.end, s));
+        }
       }
       __syncthreads();  // warp 0 is done with `shared` before the next rows are gathered
     }

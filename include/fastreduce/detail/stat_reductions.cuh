@@ -340,7 +340,7 @@ template <class T>
 using l2_reduction = std::conditional_t<std::is_same_v<T, double>, Transformed<double, NoInput, ToBlue, BlueSum, Blue, BlueRoot>,
                                         Transformed<T, NoInput, SquareWide, Sum, double, Root<stat_t<T>>>>;
 // Mode::Reproducible and Mode::Exact: the L2 norm of float, half and bfloat16 inputs is the square
-// root of the exact sum of their squares (each exact in double), 1-D.
+// root of the exact sum of their squares (each exact in double), on every shape.
 template <class T, class F>
 inline constexpr bool kSquareSum<Transformed<T, NoInput, SquareWide, Sum, double, F>> =
     (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
@@ -349,7 +349,7 @@ template <class T>
 using dot_reduction = Transformed<T, T, MultiplyWide, Sum, std::conditional_t<std::is_integral_v<T>, std::int64_t, double>,
                                   Cast<dot_t<T>>>;
 // Mode::Reproducible and Mode::Exact: the dot product of float, half and bfloat16 inputs is the
-// exact sum of the products (each exact in double), rounded once to float, 1-D.
+// exact sum of the products (each exact in double), rounded once to float, on every shape.
 template <class T, class F>
 inline constexpr bool kProductSum<Transformed<T, T, MultiplyWide, Sum, double, F>> =
     (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
