@@ -768,6 +768,56 @@ TEST(ExactArith, ExactCheckIsExactOrNaN) {
   }
 }
 
+// TermCheck's state (detail/exact_axis.cuh) on the host: rows of 1 to 4096 float squares, or
+// products with a second float row, each exact in double, folded into 32 lanes' CheckedPairs and
+// joined in the xor butterfly. A result that is not NaN must be the exact sum of the terms; rows
+// with an infinity or NaN must be marked; uniform and normal rows (of one binade or two) must
+// mostly pass (the check is the fast path), rows of every exponent mostly fail (the fix-up).
+TEST(ExactArith, TermCheckOfSquaresAndProductsIsExactOrNaN) {
+  SEED_TRACE("TermCheck");
+  std::mt19937_64 rng(seed);
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    SCOPED_TRACE(kExactDataSets[kind]);
+    for (int products = 0; products < 2; ++products) {
+      const std::size_t rows = 200;
+      std::size_t failed = 0, specials = 0;
+      for (std::size_t row = 0; row < rows; ++row) {
+        const std::size_t length = 1 + rng() % 4096;
+        const std::vector<float> x = exact_data<float>(kind, length, rng());
+        const std::vector<float> y = exact_data<float>(0, length, rng());
+        std::vector<double> terms(length);
+        for (std::size_t k = 0; k < length; ++k) {
+          terms[k] = double(x[k]) * (products ? double(y[k]) : double(x[k]));  // exact in double
+        }
+        ExactReference all;
+        all.add_all(terms.data(), terms.size());
+        const bool special = std::any_of(terms.begin(), terms.end(), [](double t) { return !std::isfinite(t); });
+        specials += special;
+        prim::CheckedPair pair[32];
+        for (std::size_t lane = 0; lane < 32; ++lane) {
+          pair[lane] = {0.0, 0.0};
+          for (std::size_t k = lane; k < length; k += 32) pair[lane] = prim::checked_pair_add(pair[lane], terms[k]);
+        }
+        for (std::size_t offset = 16; offset > 0; offset /= 2) {
+          prim::CheckedPair joined[32];
+          for (std::size_t lane = 0; lane < 32; ++lane) joined[lane] = prim::checked_pair_join(pair[lane], pair[lane ^ offset]);
+          std::copy(joined, joined + 32, pair);
+        }
+        if (special) ASSERT_TRUE(std::isnan(pair[0].error)) << "row " << row << ": an infinity or NaN must be recomputed";
+        if (std::isnan(pair[0].error)) {
+          ++failed;
+          continue;
+        }
+        ASSERT_TRUE(std::isfinite(pair[0].sum));
+        ASSERT_TRUE(exact_of({pair[0].sum, pair[0].error}) == all) << "row " << row << ", length " << length;
+      }
+      if (kind <= 1) EXPECT_LT(failed, rows / 20) << (products ? "products" : "squares");
+      if (kind == 7) EXPECT_GT(failed, rows / 2) << (products ? "products" : "squares");
+      if (kind == 8) EXPECT_GT(specials, 0u) << "the data hold infinities and NaN";
+    }
+  }
+}
+
 TEST(ExactReference, AgreesWithShewchuksPartialsAndKnownSums) {
   SEED_TRACE("Reference");
   std::mt19937_64 rng(seed);
