@@ -56,6 +56,23 @@ ExactReference exact_of(std::initializer_list<double> values) {
   return r;
 }
 
+// The exact check's order in a warp per row, on the host: lane l folds values l, l + 32, ... into
+// its state with add, then the 32 states meet in the xor butterfly with join; lane 0's result.
+template <class S, class Add, class Join>
+S warp_fold(const std::vector<double>& values, S zero, Add add, Join join) {
+  S lanes[32];
+  for (std::size_t lane = 0; lane < 32; ++lane) {
+    lanes[lane] = zero;
+    for (std::size_t k = lane; k < values.size(); k += 32) lanes[lane] = add(lanes[lane], values[k]);
+  }
+  for (std::size_t offset = 16; offset > 0; offset /= 2) {
+    S joined[32];
+    for (std::size_t lane = 0; lane < 32; ++lane) joined[lane] = join(lanes[lane], lanes[lane ^ offset]);
+    std::copy(joined, joined + 32, lanes);
+  }
+  return lanes[0];
+}
+
 // Doubles of every kind: ordinary, spread over the whole exponent range, subnormal, near the
 // limit, exact neighbours and cancelling partners of `other`, zeros, infinities, NaN.
 double any_double(std::mt19937_64& rng, double other) {
@@ -726,37 +743,20 @@ TEST(ExactArith, ExactCheckIsExactOrNaN) {
         all.add_all(data.data(), data.size());
         const bool special = std::any_of(data.begin(), data.end(), [](double x) { return !std::isfinite(x); });
         specials += special;
-        double single[32];
-        prim::CheckedPair pair[32];
-        for (std::size_t lane = 0; lane < 32; ++lane) {
-          single[lane] = 0.0;
-          pair[lane] = {0.0, 0.0};
-          for (std::size_t k = lane; k < length; k += 32) {
-            single[lane] = prim::add_exact_or_nan(single[lane], data[k]);
-            pair[lane] = prim::checked_pair_add(pair[lane], data[k]);
-          }
-        }
-        for (std::size_t offset = 16; offset > 0; offset /= 2) {
-          double s2[32];
-          prim::CheckedPair p2[32];
-          for (std::size_t lane = 0; lane < 32; ++lane) {
-            s2[lane] = prim::add_exact_or_nan(single[lane], single[lane ^ offset]);
-            p2[lane] = prim::checked_pair_join(pair[lane], pair[lane ^ offset]);
-          }
-          std::copy(s2, s2 + 32, single);
-          std::copy(p2, p2 + 32, pair);
-        }
-        const bool nan_mark = is_double ? std::isnan(pair[0].error) : std::isnan(single[0]);
+        const double single = warp_fold(data, 0.0, prim::add_exact_or_nan, prim::add_exact_or_nan);
+        const prim::CheckedPair pair = warp_fold(data, prim::CheckedPair{0.0, 0.0}, prim::checked_pair_add,
+                                                 prim::checked_pair_join);
+        const bool nan_mark = is_double ? std::isnan(pair.error) : std::isnan(single);
         if (special) ASSERT_TRUE(nan_mark) << "row " << row << ": an infinity or NaN must be recomputed";
         if (nan_mark) {
           ++failed;
           continue;
         }
         if (is_double) {
-          ASSERT_TRUE(std::isfinite(pair[0].sum));
-          ASSERT_TRUE(exact_of({pair[0].sum, pair[0].error}) == all) << "row " << row << ", length " << length;
+          ASSERT_TRUE(std::isfinite(pair.sum));
+          ASSERT_TRUE(exact_of({pair.sum, pair.error}) == all) << "row " << row << ", length " << length;
         } else {
-          ASSERT_TRUE(exact_of({single[0]}) == all) << "row " << row << ", length " << length;
+          ASSERT_TRUE(exact_of({single}) == all) << "row " << row << ", length " << length;
         }
       }
       // Uniform and normal rows pass the check (the fast path is the path); rows of every
@@ -793,23 +793,15 @@ TEST(ExactArith, TermCheckOfSquaresAndProductsIsExactOrNaN) {
         all.add_all(terms.data(), terms.size());
         const bool special = std::any_of(terms.begin(), terms.end(), [](double t) { return !std::isfinite(t); });
         specials += special;
-        prim::CheckedPair pair[32];
-        for (std::size_t lane = 0; lane < 32; ++lane) {
-          pair[lane] = {0.0, 0.0};
-          for (std::size_t k = lane; k < length; k += 32) pair[lane] = prim::checked_pair_add(pair[lane], terms[k]);
-        }
-        for (std::size_t offset = 16; offset > 0; offset /= 2) {
-          prim::CheckedPair joined[32];
-          for (std::size_t lane = 0; lane < 32; ++lane) joined[lane] = prim::checked_pair_join(pair[lane], pair[lane ^ offset]);
-          std::copy(joined, joined + 32, pair);
-        }
-        if (special) ASSERT_TRUE(std::isnan(pair[0].error)) << "row " << row << ": an infinity or NaN must be recomputed";
-        if (std::isnan(pair[0].error)) {
+        const prim::CheckedPair pair = warp_fold(terms, prim::CheckedPair{0.0, 0.0}, prim::checked_pair_add,
+                                                 prim::checked_pair_join);
+        if (special) ASSERT_TRUE(std::isnan(pair.error)) << "row " << row << ": an infinity or NaN must be recomputed";
+        if (std::isnan(pair.error)) {
           ++failed;
           continue;
         }
-        ASSERT_TRUE(std::isfinite(pair[0].sum));
-        ASSERT_TRUE(exact_of({pair[0].sum, pair[0].error}) == all) << "row " << row << ", length " << length;
+        ASSERT_TRUE(std::isfinite(pair.sum));
+        ASSERT_TRUE(exact_of({pair.sum, pair.error}) == all) << "row " << row << ", length " << length;
       }
       if (kind <= 1) EXPECT_LT(failed, rows / 20) << (products ? "products" : "squares");
       if (kind == 7) EXPECT_GT(failed, rows / 2) << (products ? "products" : "squares");

@@ -519,8 +519,9 @@ void check_l2(int kind) {
 
 // The float norm hides small errors of the sum of squares (a lost or doubled square far under
 // 2^-24 of the sum rounds away), so the sum itself is checked too: the library's block rows
-// (repro_block_row with squares, as exact_terms_kernel runs them) and rounded_term_rows, against
-// the big-integer reference's sum rounded to double, 29 bits finer.
+// (repro_block_row with squares, as exact_terms_kernel runs them), gathered and rounded once to
+// double as store_term_total rounds them before the root, against the big-integer reference's sum
+// rounded to double, 29 bits finer.
 template <class T>
 __global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng::TermArgs<T> args) {
   __shared__ eng::ReproShared<double> shared;
@@ -530,8 +531,11 @@ __global__ void __launch_bounds__(eng::kReproThreads, 2) squares_rows_kernel(eng
 __global__ void __launch_bounds__(eng::kReproThreads) squares_total_kernel(const unsigned long long* rows, unsigned count,
                                                                          double* out) {
   __shared__ eng::ReproShared<double> shared;
-  double squares = 0.0;
-  if (eng::rounded_term_rows(rows, count, shared, squares)) *out = squares;
+  const fr::primitives::ExactTotal<double> total =
+      fr::primitives::gather_exact_rows<double, eng::kReproThreads / 32>(rows, count, shared);
+  if (total.limbs == nullptr) return;
+  const double squares = fr::primitives::round_exact<double>(total.limbs, total.negative, total.special, threadIdx.x % 32);
+  if (threadIdx.x == 0) *out = squares;
 }
 
 template <class T>

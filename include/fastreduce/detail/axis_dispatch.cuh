@@ -204,25 +204,25 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         if constexpr (kMapOk<R>) status = kernel_facts<K::map(), kAxisThreads>(device, main);
         break;
       case AxisPath::ReproRows:
-      case AxisPath::ReproColumns:
+      case AxisPath::ReproColumns: {
+        // The exact axis kernels K: the main kernel of the path, then the pieces' finish.
+        auto repro_facts = [&]<class K>() {
+          status = path == AxisPath::ReproColumns ? kernel_facts<K::columns, kReproThreads>(device, main)
+                                                  : kernel_facts<K::rows_block, kReproThreads>(device, main);
+          if (status == cudaSuccess) status = kernel_facts<K::finish, kReproThreads>(device, second);
+          has_second = true;
+        };
         if constexpr (is_exact_sum_v<R>) {
           repro_words = primitives::kExactRowWords<acc_t<T, Sum>>;
           with_exact_lanes(out.exact, [&]<bool Exact>() {
-            using RK = ReproAxisKernels<T, Exact, kExactOpOf<R>>;
-            status = path == AxisPath::ReproColumns ? kernel_facts<RK::columns, kReproThreads>(device, main)
-                                                    : kernel_facts<RK::rows_block, kReproThreads>(device, main);
-            if (status == cudaSuccess) status = kernel_facts<RK::finish, kReproThreads>(device, second);
+            repro_facts.template operator()<ReproAxisKernels<T, Exact, kExactOpOf<R>>>();
           });
-          has_second = true;
         } else if constexpr (kTermSum<R>) {
           repro_words = primitives::kExactRowWords<double>;
-          using TK = TermAxisKernels<T, kLaneTermOf<R>, typename R::Out>;
-          status = path == AxisPath::ReproColumns ? kernel_facts<TK::columns, kReproThreads>(device, main)
-                                                  : kernel_facts<TK::rows_block, kReproThreads>(device, main);
-          if (status == cudaSuccess) status = kernel_facts<TK::finish, kReproThreads>(device, second);
-          has_second = true;
+          repro_facts.template operator()<TermAxisKernels<T, kLaneTermOf<R>, typename R::Out>>();
         }
         break;
+      }
     }
     if (status != cudaSuccess) return fail(status, "no kernel image for this GPU (axis)");
     // A tile holds rows of every input (two inputs: half a tile's bytes each).
@@ -235,24 +235,32 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   }
 }
 
-// The reproducible sum of every output into `pieces` (a row of exact limbs per output and piece,
-// summed and rounded by repro_pieces_finish_kernel), or, without pieces, each output rounded in
-// place (`out`). Op: the sums, the sums of the elements' magnitudes or the means.
+// The exact axis kernels K (ReproAxisKernels, TermAxisKernels) over every output into `pieces` (a
+// row of exact limbs per output and piece, summed and finished by K::finish), or, without pieces,
+// each output finished in place (`out`, of type O; `result`: the sums' narrow type). d_in2: the
+// dot product's second input, of d_in's layout, else null.
+template <class K, class T, class O>
+cudaError_t launch_repro_kernels(const AxisLayout& L, const AxisPlan& P, const T* d_in, const T* d_in2,
+                                 unsigned long long* pieces, O* out, primitives::ResultType result, cudaStream_t stream) {
+  if (P.path == AxisPath::ReproRows) {
+    const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
+    const ReproRowsArgs<AxisRowViews<T>, O> args{{rows, d_in2}, P.items, P.chunks, P.chunk, pieces, out, result};
+    return P.group == 1 ? launch(K::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
+                        : launch(K::rows_block, P.grid, kReproThreads, 0, stream, false, args);
+  }
+  const ReproColumnsArgs<T, O> args{d_in,    d_in2,          L.outputs(), L.length, L.inner, L.outer_stride,
+                                    L.length_stride, L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk,
+                                    P.items, pieces, out, result};
+  return launch(K::columns, P.grid, kReproThreads, 0, stream, false, args);
+}
+
+// The reproducible (Exact: exact) sum of every output, as launch_repro_kernels. Op: the sums, the
+// sums of the elements' magnitudes or the means.
 template <class T, bool Exact = false, primitives::ExactOp Op = primitives::ExactOp::Sum>
 cudaError_t launch_repro_axis(const AxisLayout& L, const AxisPlan& P, const T* d_in, unsigned long long* pieces,
                               acc_t<T, Sum>* out, primitives::ResultType result, cudaStream_t stream) {
-  using A = acc_t<T, Sum>;
-  using RK = ReproAxisKernels<T, Exact, Op>;
-  if (P.path == AxisPath::ReproRows) {
-    const AxisRows<T> rows{d_in, {L.length, L.inner, L.outer_stride, L.inner_stride}};
-    const ReproRowsArgs<AxisRowViews<T>, A> args{{rows}, P.items, P.chunks, P.chunk, pieces, out, result};
-    return P.group == 1 ? launch(RK::rows_warp, P.grid, kReproThreads, 0, stream, false, args)
-                        : launch(RK::rows_block, P.grid, kReproThreads, 0, stream, false, args);
-  }
-  const ReproColumnsArgs<T, A> args{d_in,    nullptr,        L.outputs(), L.length, L.inner, L.outer_stride,
-                                    L.length_stride, L.inner_stride, P.group, P.col_blocks, P.chunks, P.chunk,
-                                    P.items, pieces, out, result};
-  return launch(RK::columns, P.grid, kReproThreads, 0, stream, false, args);
+  return launch_repro_kernels<ReproAxisKernels<T, Exact, Op>>(L, P, d_in, static_cast<const T*>(nullptr), pieces, out,
+                                                              result, stream);
 }
 
 template <class R>
@@ -270,46 +278,32 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
     return launch_ordered_groups<R>(Q.group, Q.grid, in.x, layout, L.outputs(), d_out, red, stream);
   } else {
   if (Q.path == AxisPath::ReproRows || Q.path == AxisPath::ReproColumns) {
-    if constexpr (is_exact_sum_v<R>) {
+    if constexpr (is_exact_sum_v<R> || kTermSum<R>) {
       using T = typename R::Input;
-      using A = acc_t<T, Sum>;
-      auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: rounded in place
-      cudaError_t status = with_exact_lanes(launch_plan.exact, [&]<bool Exact>() {
-        return launch_repro_axis<T, Exact, kExactOpOf<R>>(L, Q, in.x, pieces, reinterpret_cast<A*>(d_out),
-                                                          kSumResultType<R>, stream);
-      });
-      if (status == cudaSuccess && Q.combine) {
-        const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
-        status = launch(ReproAxisKernels<T, false, kExactOpOf<R>>::finish, grid, kReproThreads, 0, stream,
-                        launch_plan.dependent, static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks,
-                        reinterpret_cast<A*>(d_out), kSumResultType<R>, std::uint64_t(L.length));
-      }
-      return status;
-    } else if constexpr (kTermSum<R>) {
-      using T = typename R::Input;
-      using O = typename R::Out;
-      using TK = TermAxisKernels<T, kLaneTermOf<R>, O>;
       auto* pieces = Q.combine ? static_cast<unsigned long long*>(d_temp) : nullptr;  // one piece: finished in place
-      const T* y = nullptr;
-      if constexpr (two_inputs_v<R>) y = in.y;
-      constexpr primitives::ResultType kAcc = primitives::ResultType::Acc;  // (the term kernels store O)
-      cudaError_t status = cudaSuccess;
-      if (Q.path == AxisPath::ReproRows) {
-        const AxisRows<T> rows{in.x, {L.length, L.inner, L.outer_stride, L.inner_stride}};
-        const ReproRowsArgs<AxisRowViews<T>, O> args{{rows, y}, Q.items, Q.chunks, Q.chunk, pieces, d_out, kAcc};
-        status = Q.group == 1 ? launch(TK::rows_warp, Q.grid, kReproThreads, 0, stream, false, args)
-                              : launch(TK::rows_block, Q.grid, kReproThreads, 0, stream, false, args);
-      } else {
-        const ReproColumnsArgs<T, O> args{in.x,    y,         L.outputs(), L.length, L.inner, L.outer_stride,
-                                          L.length_stride, L.inner_stride, Q.group, Q.col_blocks, Q.chunks,
-                                          Q.chunk, Q.items, pieces, d_out, kAcc};
-        status = launch(TK::columns, Q.grid, kReproThreads, 0, stream, false, args);
-      }
-      if (status == cudaSuccess && Q.combine) {
+      // The pieces' finish (a warp an output), after the main kernel.
+      auto finish = [&](auto kernel, auto* out, primitives::ResultType result) {
         const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
-        status = launch(TK::finish, grid, kReproThreads, 0, stream, launch_plan.dependent,
-                        static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks, d_out, kAcc,
-                        std::uint64_t(L.length));
+        return launch(kernel, grid, kReproThreads, 0, stream, launch_plan.dependent,
+                      static_cast<const unsigned long long*>(pieces), L.outputs(), Q.chunks, out, result,
+                      std::uint64_t(L.length));
+      };
+      cudaError_t status = cudaSuccess;
+      if constexpr (is_exact_sum_v<R>) {
+        auto* out = reinterpret_cast<acc_t<T, Sum>*>(d_out);
+        status = with_exact_lanes(launch_plan.exact, [&]<bool Exact>() {
+          return launch_repro_axis<T, Exact, kExactOpOf<R>>(L, Q, in.x, pieces, out, kSumResultType<R>, stream);
+        });
+        if (status == cudaSuccess && Q.combine) {
+          status = finish(ReproAxisKernels<T, false, kExactOpOf<R>>::finish, out, kSumResultType<R>);
+        }
+      } else {
+        using TK = TermAxisKernels<T, kLaneTermOf<R>, typename R::Out>;
+        const T* y = nullptr;
+        if constexpr (two_inputs_v<R>) y = in.y;
+        constexpr primitives::ResultType kAcc = primitives::ResultType::Acc;  // (the term kernels store R::Out)
+        status = launch_repro_kernels<TK>(L, Q, in.x, y, pieces, d_out, kAcc, stream);
+        if (status == cudaSuccess && Q.combine) status = finish(TK::finish, d_out, kAcc);
       }
       return status;
     }
@@ -402,6 +396,13 @@ struct CheckFor<R> {
   }
 };
 
+// Whether R's exact check (CheckFor) serves the options' mode: Mode::Exact, and for the L2 norm and
+// dot product Mode::Reproducible too (their bits are one).
+template <class R>
+bool exact_check_mode(const Options& opt) {
+  return opt.mode == Mode::Exact || (kTermSum<R> && opt.mode == Mode::Reproducible);
+}
+
 // Mode::Exact by ExactCheck on the fast paths (detail/exact_axis.cuh): whether it takes this axis
 // sum (rows or columns of 1 to kExactCheckMaxLength elements, not one contiguous output, which is
 // the 1-D sum), and its plan. The L2 norm and dot product, by TermCheck, in both modes (their bits
@@ -411,7 +412,7 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
   if constexpr (!is_exact_sum_v<R> && !kTermSum<R>) {
     return false;
   } else {
-    if (opt.mode != Mode::Exact && !(kTermSum<R> && opt.mode == Mode::Reproducible)) return false;
+    if (!exact_check_mode<R>(opt)) return false;
     AxisLayout layout{};
     if (resolve_axis(axis, layout) != nullptr) return false;
     if (layout.length == 0 || layout.length > CheckFor<R>::kMaxLength) return false;
@@ -434,8 +435,7 @@ template <class R>
 Options exact_length_one_as_fast(const Axis& axis, const Options& opt) {
   if constexpr (is_exact_sum_v<R> || kTermSum<R>) {
     AxisLayout layout{};
-    const bool mode = kTermSum<R> ? opt.mode == Mode::Exact || opt.mode == Mode::Reproducible : opt.mode == Mode::Exact;
-    if (mode && resolve_axis(axis, layout) == nullptr && layout.length == 1) {
+    if (exact_check_mode<R>(opt) && resolve_axis(axis, layout) == nullptr && layout.length == 1) {
       Options fast = opt;
       fast.mode = Mode::Fast;
       return fast;
@@ -461,14 +461,15 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   using C = typename CheckFor<R>::type;
   std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
   if constexpr (two_inputs_v<R>) {
-    // (Two inputs' storage depends on whether they are equally aligned: enough for either.)
+    // (Two inputs' storage depends on whether they are equally aligned: enough for either, this
+    // plan's included.)
     Options fast = opt;
     fast.mode = Mode::Fast;
     std::size_t bytes = 0;
     if (cudaError_t e = axis_temp_bytes<C>(axis, CheckFor<R>::inputs(in), fast, device, bytes, message); e != cudaSuccess) {
       return e;
     }
-    needed = kExactCheckFlagBytes + std::max(bytes, plan.plan.temp_bytes);
+    needed = kExactCheckFlagBytes + bytes;
   }
   if (d_temp == nullptr) {
     temp_bytes = needed;
@@ -488,11 +489,8 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   auto* failed = static_cast<unsigned*>(d_temp);
   cudaError_t status = cudaMemsetAsync(failed, 0, sizeof(unsigned), stream);
   if (status == cudaSuccess) {
-    C check{};
-    if constexpr (kTermSum<R>) check = C::with(failed);
-    else check = C::with(failed, plan.layout.length);
     status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, CheckFor<R>::inputs(in), d_out,
-                            check, stream);
+                            C::with(failed, plan.layout.length), stream);
   }
   if (status == cudaSuccess) {
     const AxisLayout& L = plan.layout;
@@ -502,18 +500,16 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
     const unsigned grid = static_cast<unsigned>(
         std::clamp<std::size_t>((L.outputs() + kOutputsPerBlock - 1) / kOutputsPerBlock, 1, resident));
     const bool dependent = compute_major(device) >= 9 && fixup.ptx_version >= 90;
+    const ExactFixupArgs args{failed,         L.outputs(),    L.length,         L.inner,
+                              L.outer_stride, L.length_stride, L.inner_stride, kSumResultType<R>};
     if constexpr (kTermSum<R>) {
       const T* y = nullptr;
       if constexpr (two_inputs_v<R>) y = in.y;
       status = launch(term_fixup_kernel<T, kLaneTermOf<R>, typename R::Out>, grid, kFixupThreads, 0, stream, dependent,
-                      in.x, y, d_out,
-                      ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride,
-                                     L.inner_stride, primitives::ResultType::Acc});
+                      in.x, y, d_out, args);
     } else {
       status = launch(exact_fixup_kernel<T, kExactOpOf<R>>, grid, kFixupThreads, 0, stream, dependent, in.x,
-                      reinterpret_cast<acc_t<T, Sum>*>(d_out),
-                      ExactFixupArgs{failed, L.outputs(), L.length, L.inner, L.outer_stride, L.length_stride,
-                                     L.inner_stride, kSumResultType<R>});
+                      reinterpret_cast<acc_t<T, Sum>*>(d_out), args);
     }
   }
   if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";

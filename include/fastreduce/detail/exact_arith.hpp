@@ -367,20 +367,24 @@ FASTREDUCE_HOST_DEVICE double double_from_bits(std::uint64_t bits) {
 #endif
 }
 
+// A double q that a value v was rounded to, with residual = v - q (its sign is what counts), made
+// safe to round once more into F: rounding q into F rounds twice only where q is a midpoint of F
+// that v is not, and there q moves one double ulp toward v (up in magnitude where the residual has
+// q's sign), which leaves no midpoint of F between them. Else q itself.
+template <BinaryFormat F>
+FASTREDUCE_HOST_DEVICE double off_midpoint(double q, double residual) {
+  if (residual == 0.0 || !is_midpoint<F>(q)) return q;
+  const std::uint64_t bits = double_bits(q);
+  return double_from_bits((residual > 0.0) == (q > 0.0) ? bits + 1 : bits - 1);
+}
+
 // The exact value of a pair of finite doubles, sum + error (their sum finite), rounded once to
-// float (nearest even). One IEEE addition gives the value rounded to double, r, and TwoSum its
-// residual; converting r to float rounds twice only where r is a float midpoint that the exact
-// value is not, and then r first moves one double ulp toward the exact value: no float midpoint
-// lies between them any more, and the conversion rounds r as it would round the exact value.
-// (TermCheck's dot product of short axes, detail/exact_axis.cuh.)
+// float (nearest even): one IEEE addition gives it rounded to double and TwoSum its residual,
+// off_midpoint the double that converts as the exact value would. (TermCheck's dot product of
+// short axes, detail/exact_axis.cuh.)
 FASTREDUCE_HOST_DEVICE float pair_to_float(double sum, double error) {
   const TwoSum t = two_sum(sum, error);
-  double r = t.sum;
-  if (t.error != 0.0 && is_midpoint<kFloatFormat>(r)) {
-    const std::uint64_t bits = double_bits(r);
-    r = double_from_bits((t.error > 0.0) == (r > 0.0) ? bits + 1 : bits - 1);  // up or down in magnitude
-  }
-  return static_cast<float>(r);  // round to nearest even, host and device alike
+  return static_cast<float>(off_midpoint<kFloatFormat>(t.sum, t.error));  // round to nearest even, host and device alike
 }
 FASTREDUCE_HOST_DEVICE float float_from_bits(std::uint32_t bits) {
 #if defined(__CUDA_ARCH__)

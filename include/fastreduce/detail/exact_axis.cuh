@@ -188,12 +188,7 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
       const double length = this->length;
       double q = __ddiv_rn(p, length);
       const double r = fma(-q, length, p);
-      if (r != 0.0 && primitives::is_midpoint<primitives::kFormatOf<O>>(q)) {
-        // One ulp toward the quotient: up in magnitude where r has q's sign.
-        const long long bits = __double_as_longlong(q);
-        q = __longlong_as_double((r > 0.0) == (q > 0.0) ? bits + 1 : bits - 1);
-      }
-      return q;
+      return primitives::off_midpoint<primitives::kFormatOf<O>>(q, r);  // one ulp toward the quotient where it must
     }
   }
 };
@@ -202,7 +197,7 @@ struct ExactFixupArgs {
   const unsigned* failed;
   std::size_t outputs, length, inner;
   std::int64_t outer_stride, length_stride, inner_stride;
-  primitives::ResultType result;  // the type of the outputs (ResultType::Acc: the accumulator's)
+  primitives::ResultType result;  // the type of the outputs (ResultType::Acc: float or double; kSumResultType)
 };
 
 // Whether output i (of type `type`) is NaN: one the check marked, or a true NaN.
@@ -302,7 +297,7 @@ struct TermCheck {
   static constexpr bool kMapPath = false;
   unsigned* failed = nullptr;
 
-  static TermCheck with(unsigned* failed) {
+  static TermCheck with(unsigned* failed, std::size_t /*length*/) {  // (ExactCheck's signature)
     TermCheck c{};
     c.failed = failed;
     return c;
@@ -354,11 +349,8 @@ struct TermCheck {
 template <class T, LaneTerm Term, class O>
 __global__ void __launch_bounds__(kFixupThreads) term_fixup_kernel(const T* in, const T* in2, O* out,
                                                                     ExactFixupArgs args) {
-  constexpr primitives::ResultType kType = std::is_same_v<O, float>    ? primitives::ResultType::Acc
-                                           : std::is_same_v<O, __half> ? primitives::ResultType::Half
-                                                                       : primitives::ResultType::Bfloat16;
   fix_nan_outputs<double>(
-      args, [&](std::size_t i) { return output_is_nan(reinterpret_cast<const float*>(out), i, kType); },
+      args, [&](std::size_t i) { return output_is_nan(reinterpret_cast<const float*>(out), i, args.result); },
       [&](std::int64_t at) {
         const T x = in[at];
         if constexpr (Term == LaneTerm::Square) return lane_value<LaneTerm::Square>(x, x);

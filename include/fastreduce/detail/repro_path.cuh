@@ -580,42 +580,14 @@ struct TermArgs {
   O* out;
 };
 
-// The exact sum of rows[0 .. count) (rows of the double format: squares or products) rounded once
-// to O (double or float) into `value`, in thread 0 (which returns true); every other thread
-// returns false.
-template <class O>
-__device__ __forceinline__ bool rounded_term_rows(const unsigned long long* rows, unsigned count,
-                                                  ReproShared<double>& shared, O& value) {
-  const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
-  if (total.limbs == nullptr) return false;
-  const unsigned lane = threadIdx.x % 32;
-  value = primitives::round_exact<double, O>(total.limbs, total.negative, total.special, lane);
-  return lane == 0;
-}
-
-// One block adds rows[0 .. count) and stores the result:
+// The finish of a sum of squares or products from its exact total (normalised limbs of the double
+// format, its sign and special-value flags) into out[q], by one warp (lane 0 stores):
 // - Square (the L2 norm): the square root of the exact sum of squares, the sum rounded once to
 //   double, its square root rounded to double, then once to O (float, half or bfloat16: within an
 //   ulp of the correctly rounded norm; the bits a function of the data alone);
 // - Product (the dot product): the exact sum of the products rounded once to float (correctly
 //   rounded).
-template <LaneTerm Term, class O>
-__device__ __forceinline__ void finish_term_rows(const unsigned long long* rows, unsigned count,
-                                                 ReproShared<double>& shared, O* out) {
-  static_assert(Term != LaneTerm::Element);
-  static_assert(std::is_same_v<O, float> || Term == LaneTerm::Square, "the exact dot product's result is a float");
-  if constexpr (Term == LaneTerm::Square) {
-    double squares = 0.0;
-    if (rounded_term_rows(rows, count, shared, squares)) *out = primitives::narrow_double<O>(__dsqrt_rn(squares));
-  } else {
-    float sum = 0.0f;
-    if (rounded_term_rows(rows, count, shared, sum)) *out = sum;
-  }
-}
-
-// The same finishes from a row's exact total (normalised limbs of the double format, its sign and
-// special-value flags) into out[q], by one warp (lane 0 stores): the axis and segmented L2 norms
-// and dot products, bit for bit finish_term_rows's on the same sum.
+// The 1-D result (finish_term_rows), each output along an axis and each segment alike.
 template <LaneTerm Term, class O>
 __device__ __forceinline__ void store_term_total(O* out, std::size_t q, const unsigned long long* limbs, bool negative,
                                                  unsigned special, unsigned lane) {
@@ -637,6 +609,15 @@ __device__ __forceinline__ void store_term_row(O* out, std::size_t q, long long*
                                                unsigned lane) {
   const bool negative = primitives::normalize_limb_row<double>(limbs, lane);
   store_term_total<Term>(out, q, reinterpret_cast<const unsigned long long*>(limbs), negative, special, lane);
+}
+
+// One block adds rows[0 .. count) and stores the result (store_term_total).
+template <LaneTerm Term, class O>
+__device__ __forceinline__ void finish_term_rows(const unsigned long long* rows, unsigned count,
+                                                 ReproShared<double>& shared, O* out) {
+  const primitives::ExactTotal<double> total = primitives::gather_exact_rows<double, kReproThreads / 32>(rows, count, shared);
+  if (total.limbs == nullptr) return;
+  store_term_total<Term>(out, 0, total.limbs, total.negative, total.special, threadIdx.x % 32);
 }
 
 // Each block adds the squares or products of its tiles exactly (the exact double lanes, as a
