@@ -806,12 +806,12 @@ def var(x, dim=None, *, correction=None, keepdim=False, unbiased=None, out=None,
     (NaN where M2 = 0). One pass,
     robust (shifted sums, Chan's merge), accumulated in double. Floating-point inputs only; the
     result has x's dtype. mode="exact" and mode="reproducible" (the same kernels and bits) for
-    float32 reduced to one value (dim=None or every dim): n sum x^2 - (sum x)^2 from the exact
-    sums, in integers, rounded once to double, divided by n and by n - correction, then rounded
-    once to float32 (within an ulp of the correctly rounded variance); float16/bfloat16 the same,
-    rounded once from that double into their own type by the engine; along a dim, or for float64,
-    RuntimeError. out: of the result's shape; a torch out's (floating-point) dtype is the dtype the
-    input is read in, as torch's; CuPy casts into it, as NumPy."""
+    float32 over any dims: each output's n sum x^2 - (sum x)^2 from the exact sums, in integers,
+    rounded once to double, divided by n and by n - correction, then rounded once to float32
+    (within an ulp of the correctly rounded variance, the bits a function of the output's elements
+    alone); float16/bfloat16 the same, rounded once from that double into their own type by the
+    engine; float64, RuntimeError. out: of the result's shape; a torch out's (floating-point)
+    dtype is the dtype the input is read in, as torch's; CuPy casts into it, as NumPy."""
     param = _correction("var", correction, unbiased)
     if out is None:
         r = _fplanned("var", param, False, x, dim, keepdim, mode)
@@ -880,7 +880,7 @@ _ARG = ("argmax", "argmin")
 _FLOATS = {_F16, _BF16, _F32, _F64}
 _ARG_CODES = _FLOATS | {_I8, _U8, _I16, _I32, _I64}  # what python/src/family_*.cu instantiates
 _EXACT = ("argmax", "argmin", "norminf")  # their results do not depend on the order: every mode
-# The sums' reproducible and exact kernels (var, std: to one value; norm2, dot, var, std: float64 refused).
+# The sums' reproducible and exact kernels (norm2, dot, var, std: float64 refused).
 _SUM_LIKE = ("norm1", "mean", "norm2", "dot", "var", "std")
 _Values = collections.namedtuple("_Values", ["values", "indices"])
 min_result = collections.namedtuple("min", ["values", "indices"])  # CuPy and JAX; torch.return_types.min for torch
@@ -924,7 +924,7 @@ def _family_check(name, op, code, mode, converted, given=None, result=None):
         if op not in _SUM_LIKE:
             raise RuntimeError(f"fastreduce.{name}: mode={mode!r} has no form of this op yet (its result depends on "
                                f"the order of its floating-point operations); {mode}: sum, amin, amax, min, max, "
-                               "argmax, argmin, mean, norm(p=1, 2, inf), dot, var and std to one value")
+                               "argmax, argmin, mean, norm(p=1, 2, inf), dot, var and std")
         if op in ("norm2", "dot", "var", "std") and code == _F64:
             terms = "products" if op == "dot" else "squares"
             how = "with a float32 result" if op == "norm2" else "exact mode on float32 copies, which are exact"
@@ -989,7 +989,7 @@ def _family_view(name, op, v, ptr2, dims, keepdim, param, mode_code, stream, all
         folded = _fold(v.shape, v.strides, set(dims))
         if (folded is not None and op in ("var", "std") and mode_code != 0 and folded[0] * folded[2] == 1
                 and folded[1] > 1 and folded[4] != 1):
-            folded = None  # the exact variance reads one contiguous run: a strided one-value view is copied
+            folded = None  # a strided one-value view: copied, the exact variance's 1-D pass is faster
         if folded is None:
             v = copy_contiguous(kept + list(dims))
             folded = (outputs, length, 1, length, 1, 1)
@@ -1235,7 +1235,8 @@ def _family_torch(torch, name, op, x, y, dim, keepdim, param, dtype, mode, value
         _dot_check(name, tuple(x.shape), tuple(y.shape), x.dtype, y.dtype)
         if y.device != x.device:
             raise RuntimeError(f"fastreduce.{name}: expected both tensors on one device, got {x.device} and {y.device}")
-        # The exact dot product reads one contiguous run of each: strided views are copied first.
+        # Both inputs are read with one layout: views of different strides are copied first, and
+        # for the exact dot product strided views too (its 1-D pass is faster).
         if x.stride() != y.stride() or (mode_code != 0 and x.numel() > 1 and x.stride() != (1,)):
             x, y = x.contiguous(), y.contiguous()
         ptr2 = y.data_ptr()

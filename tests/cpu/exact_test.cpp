@@ -941,3 +941,70 @@ TEST(ExactArith, VarianceNumeratorIsNTimesS2MinusS1SquaredRoundedOnce) {
   }
   std::printf("variance numerator: %d fixed roundings within an ulp, %d of them correctly rounded\n", within, exact);
 }
+
+// VarianceCheck's finish (detail/exact_axis.cuh) on the host: rows of 1 to 4096 floats of every
+// data set, their sums and their squares' sums each folded into
+// 32 lanes' CheckedPairs and joined in the xor butterfly, as the fast kernels fold them. Where both
+// pairs pass, variance_numerator_of_pairs must give the bits of variance_numerator on the exact
+// sums' limbs (big integers here: |S1| in units of 2^-149, S2 in units of 2^-298): the same N
+// rounded once; and so must variance_from_numerator's steps then agree. Rows of either sign of S1,
+// sums that cancel and data of every exponent (which mostly fail the check) included.
+TEST(ExactArith, VarianceOfExactPairsIsTheVarianceOfTheLimbs) {
+  SEED_TRACE("VarianceCheck");
+  std::mt19937_64 rng(seed);
+  std::size_t checked = 0;
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) {
+    SCOPED_TRACE(kExactDataSets[kind]);
+    for (int row = 0; row < 60; ++row) {
+      const std::size_t length = row < 3 ? std::size_t(row + 1) : 1 + rng() % 4096;
+      std::vector<float> x = exact_data<float>(kind, length, rng());
+      if (row % 3 == 1) {  // a row of one value and its neighbours: S1^2 and n S2 agree in their leading bits
+        for (float& v : x) v = 1000.0f + std::ldexp(float(rng() % 64), -14);
+      }
+      std::vector<double> elements(length), squares(length);
+      BigNatural plus, minus, s2;
+      bool special = false;
+      for (std::size_t k = 0; k < length; ++k) {
+        const double v = x[k];
+        elements[k] = v;
+        squares[k] = v * v;  // exact in double
+        if (!std::isfinite(v)) {
+          special = true;
+          continue;
+        }
+        if (v == 0.0) continue;
+        int e = 0;
+        const double f = std::frexp(std::fabs(v), &e);
+        (v > 0 ? plus : minus).add(static_cast<std::uint64_t>(std::ldexp(f, 53)), e - 53 + 149);
+        const double g = std::frexp(squares[k], &e);
+        s2.add(static_cast<std::uint64_t>(std::ldexp(g, 53)), e - 53 + 298);
+      }
+      const prim::CheckedPair p1 = warp_fold(elements, prim::CheckedPair{0.0, 0.0}, prim::checked_pair_add,
+                                             prim::checked_pair_join);
+      const prim::CheckedPair p2 = warp_fold(squares, prim::CheckedPair{0.0, 0.0}, prim::checked_pair_add,
+                                             prim::checked_pair_join);
+      if (special) {
+        ASSERT_TRUE(std::isnan(p1.error) || std::isnan(p2.error)) << "row " << row;
+      }
+      if (std::isnan(p1.error) || std::isnan(p2.error)) continue;
+      const BigNatural s1 = plus.less(minus) ? minus.minus(plus) : plus.minus(minus);
+      const double want = MomentLimbs(s1, s2).numerator(length);
+      const double got = prim::variance_numerator_of_pairs(p1.sum, p1.error, p2.sum, p2.error, length);
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want))
+          << "row " << row << " of " << length << std::hexfloat << ": " << got << ", expected " << want;
+      for (std::int64_t correction : {0, 1, 2}) {
+        for (bool root : {false, true}) {
+          const double v = prim::variance_from_numerator(got, length, correction, root);
+          if (std::int64_t(length) <= correction) {
+            EXPECT_TRUE(std::isnan(v)) << length << ", correction " << correction;
+          } else {
+            const double plain = want / double(length) / double(std::int64_t(length) - correction);
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(v), std::bit_cast<std::uint64_t>(root ? std::sqrt(plain) : plain));
+          }
+        }
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200u);  // most rows pass the check (uniform, normal, one value, subnormal, ...)
+}

@@ -107,6 +107,26 @@ std::vector<T> axis_elements(const std::vector<T>& host, std::size_t origin, con
   return e;
 }
 
+// The axes the L2 norm's, dot product's and variance's exact tests take over an input of n
+// elements (from `origin`): short rows and columns (the fast paths with their checks), rows of the
+// exact lanes' warp and block kernels (long rows in pieces), columns (in pieces too), transposed and
+// reversed views, and one strided output.
+struct AxisShape {
+  fr::Axis axis;
+  std::size_t origin;
+};
+std::vector<AxisShape> every_axis_shape(std::size_t n) {
+  constexpr std::int64_t C = fr::Axis::kContiguous;
+  return {
+      {{2053, 1, 1}, 0},      {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},    {{37, 1025, 1}, 0},
+      {{20, 4097, 1}, 1},     {{2, 70001, 1}, 0},     {{2, n / 2 - 1, 1}, 1}, {{3, 5, 100}, 0},
+      {{3, 4099, 32}, 0},     {{2, 1000, 33}, 1},     {{1, n / 3, 3}, 0},
+      {{1, 300, 200, C, 1, 300}, 0},
+      {{1, 300, 200, C, -200, -1}, 299 * 200 + 199},
+      {{1, 500, 1, C, 2, C}, 1},  // one output, every other element
+  };
+}
+
 // 300 segments of an input of n elements, on the host and the device: every 17th empty, every
 // 23rd reversed (end before begin), the others of power-law lengths up to 2^20.
 struct Segments {
@@ -614,71 +634,6 @@ TEST(ExactOps, FloatNormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data
 TEST(ExactOps, HalfNormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16NormL2IsTheRootOfTheExactSumOfSquares) { check_l2_every_data_set<__nv_bfloat16>(); }
 
-namespace {
-
-// The op whose exact form has one contiguous output only (the variance): its calls along an axis
-// (two rows, two columns, a strided one-output view), over segments and of doubles, in both modes
-// and with storage given (calls, not size queries), must be refused before anything is written; the message names the op and the shape; the strided view in
-// fast mode runs (the refusal is the mode's).
-struct RefusalBuffers {
-  const float* x;
-  const float* y;
-  const double* dx;
-  const std::int64_t* offsets;  // two segments of 1000 elements
-  void* temp;                   // 1 MB
-  float* out;                   // 8 outputs, poisoned
-  double* dout;                 // 1 output, poisoned
-};
-const fr::Axis kStrided{1, 500, 1, fr::Axis::kContiguous, 2, fr::Axis::kContiguous};  // one output, every other element
-cudaError_t all_refused(const std::vector<cudaError_t>& e) {
-  for (std::size_t i = 0; i < e.size(); ++i) {
-    if (e[i] != cudaErrorNotSupported) {
-      ADD_FAILURE() << "call " << i << " gave " << cudaGetErrorString(e[i]);
-      return e[i];
-    }
-  }
-  return cudaErrorNotSupported;
-}
-// calls(buffers, options, fast): the refused calls (fast false; all_refused of their results), or
-// the fast call that writes out[4]. temp_query(buffers, options, bytes, message): a size query of
-// the axis form that fills `message`.
-template <class Calls, class Query>
-void check_refused_beyond_one_output(const std::string& op, Calls&& calls, Query&& temp_query) {
-  FASTREDUCE_REQUIRE_GPU();
-  DeviceBuffer<float> x(1000), y(1000);
-  DeviceBuffer<double> dx(1000);
-  CUDA_OK(cudaMemset(x.get(), 0, 1000 * sizeof(float)));
-  CUDA_OK(cudaMemset(y.get(), 0, 1000 * sizeof(float)));
-  CUDA_OK(cudaMemset(dx.get(), 0, 1000 * sizeof(double)));
-  DeviceBuffer<std::int64_t> offsets(3);
-  const std::int64_t host_offsets[3] = {0, 400, 1000};
-  CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
-  DeviceBuffer<char> temp(1 << 20);
-  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
-    DeviceBuffer<float> out(8);
-    DeviceBuffer<double> dout(1);
-    out.poison();
-    dout.poison();
-    const RefusalBuffers b{x.get(), y.get(), dx.get(), offsets.get(), temp.get(), out.get(), dout.get()};
-    EXPECT_EQ(calls(b, fr::Options{.mode = mode}, false), cudaErrorNotSupported) << op << ", " << mode_name(mode);
-    EXPECT_EQ(calls(b, fr::Options{}, true), cudaSuccess) << op << ": the fast call";
-    std::size_t bytes = 0;
-    const char* message = nullptr;
-    EXPECT_EQ(temp_query(b, fr::Options{.mode = mode}, bytes, &message), cudaErrorNotSupported) << op;
-    ASSERT_NE(message, nullptr);
-    EXPECT_NE(std::string(message).find(op + " ha"), std::string::npos) << message;
-    EXPECT_NE(std::string(message).find("over one contiguous output only"), std::string::npos) << message;
-    CUDA_OK(cudaDeviceSynchronize());
-    const std::vector<float> after = copy_back<float>(out, 8);
-    for (std::size_t q = 0; q < 8; ++q) {
-      if (q != 4) EXPECT_EQ(std::bit_cast<std::uint32_t>(after[q]), 0xA5A5A5A5u) << op << ": output " << q << " was written";
-    }
-    EXPECT_NE(std::bit_cast<std::uint32_t>(after[4]), 0xA5A5A5A5u) << op << ": the fast call wrote nothing";
-    EXPECT_EQ(std::bit_cast<std::uint64_t>(copy_back<double>(dout, 1)[0]), 0xA5A5A5A5A5A5A5A5ull) << op << ": double written";
-  }
-}
-
-}  // namespace
 
 
 namespace {
@@ -869,20 +824,7 @@ void check_terms(int kind) {
   CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dy.get(), y.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   const std::string what = std::string(kExactDataSets[kind]) + ", " + (sizeof(T) == 2 ? "16-bit" : "float");
-  constexpr std::int64_t C = fr::Axis::kContiguous;
-  struct Shape {
-    fr::Axis axis;
-    std::size_t origin;
-  };
-  const std::vector<Shape> shapes = {
-      {{2053, 1, 1}, 0},      {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},    {{37, 1025, 1}, 0},
-      {{20, 4097, 1}, 1},     {{2, 70001, 1}, 0},     {{2, n / 2 - 1, 1}, 1}, {{3, 5, 100}, 0},
-      {{3, 4099, 32}, 0},     {{2, 1000, 33}, 1},     {{1, n / 3, 3}, 0},
-      {{1, 300, 200, C, 1, 300}, 0},
-      {{1, 300, 200, C, -200, -1}, 299 * 200 + 199},
-      {{1, 500, 1, C, 2, C}, 1},  // one output, every other element
-  };
-  for (const Shape& s : shapes) {
+  for (const AxisShape& s : every_axis_shape(n)) {
     const fr::Axis& axis = s.axis;
     const std::size_t outputs = axis.outer * axis.inner;
     std::vector<float> want_l2(outputs), want_dot(outputs);
@@ -1067,7 +1009,9 @@ TEST(ExactOps, DoubleNormL2AndDotAreRefused) {
       EXPECT_EQ(eng::axis_temp_bytes<eng::l2_reduction<double>>(fr::Axis{2, 500, 1}, {x.get()}, opt, 0, size, &message),
                 cudaErrorNotSupported);
       ASSERT_NE(message, nullptr);
-      EXPECT_NE(std::string(message).find("the L2 norm and dot product of float, half and bfloat16"), std::string::npos)
+      EXPECT_NE(std::string(message).find("the L2 norm, dot product, variance and standard deviation of float, half "
+                                          "and bfloat16"),
+                std::string::npos)
           << message;
     }
   }
@@ -1189,6 +1133,118 @@ TEST(ExactOps, Bfloat16VarianceIsRoundedFromTheExactSums) { check_variance_every
 
 namespace {
 
+// The variance and standard deviation along axes: every output must be the 1-D exact result of its
+// own elements (reference_variance, the big integers above), in both modes, with every resident
+// block and with 3: short rows and columns (the fast paths with VarianceCheck, and its fix-up for
+// the rows the data sets make it fail), long rows and columns (the two passes of the exact Sum's and
+// the squares' axis kernels, in pieces, and their finish), strided views, one strided output, an
+// axis of length 0 (NaN everywhere) and rows shorter than the correction (NaN).
+template <class T>
+void check_variance_axes(int kind) {
+  const std::size_t n = quick() ? 1100000 : 1500000;
+  const std::vector<T> x = exact_data<T>(kind, n, test_seed() + 560 + std::uint64_t(kind));
+  DeviceBuffer<T> dx(n);
+  CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  const std::string what = std::string(kExactDataSets[kind]) + ", " + (sizeof(T) == 2 ? "16-bit" : "float");
+  std::vector<AxisShape> shapes = every_axis_shape(n);
+  shapes.push_back({{4, 0, 3}, 0});  // length 0
+  for (const AxisShape& s : shapes) {
+    const fr::Axis& axis = s.axis;
+    const std::size_t outputs = axis.outer * axis.inner;
+    std::vector<float> want_var(outputs), want_std(outputs);
+    for (std::size_t o = 0; o < axis.outer; ++o) {
+      for (std::size_t i = 0; i < axis.inner; ++i) {
+        const std::vector<T> e = axis_elements(x, s.origin, axis, o, i);
+        const std::size_t q = o * axis.inner + i;
+        want_var[q] = reference_variance(e.data(), e.size(), 1, false);
+        want_std[q] = reference_variance(e.data(), e.size(), 0, true);
+      }
+    }
+    for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+      for (unsigned max_blocks : {0u, 3u}) {
+        const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+        const std::vector<float> var = run_call<float>(outputs, [&](void* temp, std::size_t& bytes, float* out) {
+          return fr::reduce_axis_async(temp, bytes, dx.get() + s.origin, out, axis, fr::Var{1}, 0, opt);
+        });
+        const std::vector<float> sd = run_call<float>(outputs, [&](void* temp, std::size_t& bytes, float* out) {
+          return fr::reduce_axis_async(temp, bytes, dx.get() + s.origin, out, axis, fr::Std{0}, 0, opt);
+        });
+        int failures = 0;
+        for (std::size_t q = 0; q < outputs; ++q) {
+          if ((!same_result(var[q], want_var[q]) || !same_result(sd[q], want_std[q])) && ++failures <= 3) {
+            ADD_FAILURE() << what << ", " << mode_name(mode) << ", max_blocks " << max_blocks << ": output " << q
+                          << " of " << axis.outer << " x " << axis.length << " x " << axis.inner << std::hexfloat
+                          << ": var " << var[q] << " (expected " << want_var[q] << "), std " << sd[q] << " (expected "
+                          << want_std[q] << ")";
+          }
+        }
+      }
+    }
+  }
+  // Rows of 1 and 2 elements with correction 2: NaN (n <= correction), beside rows of 3 that are not.
+  for (std::size_t length : {std::size_t(1), std::size_t(2), std::size_t(3)}) {
+    const fr::Axis axis{7, length, 1};
+    const std::vector<float> got = run_call<float>(7, [&](void* temp, std::size_t& bytes, float* out) {
+      return fr::reduce_axis_async(temp, bytes, dx.get(), out, axis, fr::Var{2}, 0, fr::Options{.mode = fr::Mode::Exact});
+    });
+    for (std::size_t q = 0; q < 7; ++q) {
+      const std::vector<T> e = axis_elements(x, 0, axis, q, 0);
+      EXPECT_TRUE(same_result(got[q], reference_variance(e.data(), e.size(), 2, false)))
+          << what << ": row " << q << " of " << length << ", correction 2: " << got[q];
+    }
+  }
+}
+
+// An axis of length 0 reads no input: a null pointer is taken (NaN in every output, as torch's
+// variance of nothing), in both modes, as fast mode takes it.
+template <class T>
+void check_variance_of_nothing() {
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible, fr::Mode::Fast}) {
+    for (const fr::Axis& axis : {fr::Axis{2, 0, 3}, fr::Axis{1, 0, 1}}) {
+      const std::size_t outputs = axis.outer * axis.inner;
+      const std::vector<float> got = run_call<float>(outputs, [&](void* temp, std::size_t& bytes, float* out) {
+        return fr::reduce_axis_async(temp, bytes, static_cast<const T*>(nullptr), out, axis, fr::Var{0}, 0,
+                                     fr::Options{.mode = mode});
+      });
+      for (std::size_t q = 0; q < outputs; ++q) {
+        EXPECT_TRUE(std::isnan(got[q])) << "mode " << int(mode) << ", " << outputs << " outputs: " << got[q];
+      }
+    }
+  }
+}
+
+// Short axes take the fast paths (VarianceCheck), long ones the exact lanes' two passes.
+template <class T>
+void check_variance_paths() {
+  DeviceBuffer<T> dx(1 << 16);
+  using R = eng::MomentsReduction<T, eng::VarianceOf<float>>;
+  const fr::Options opt{.mode = fr::Mode::Exact};
+  for (const auto& [axis, exact_lanes] : {std::pair{fr::Axis{64, 1024, 1}, false}, std::pair{fr::Axis{1, 64, 1024}, false},
+                                          std::pair{fr::Axis{8, 8192, 1}, true}, std::pair{fr::Axis{1, 8192, 8}, true}}) {
+    eng::AxisPlan plan{};
+    ASSERT_EQ(eng::describe_axis_reduction<R>({dx.get()}, axis, opt, plan), cudaSuccess);
+    const bool repro = plan.path == eng::AxisPath::ReproRows || plan.path == eng::AxisPath::ReproColumns;
+    EXPECT_EQ(repro, exact_lanes) << axis.outer << " x " << axis.length << " x " << axis.inner << ": "
+                                  << eng::axis_path_name(plan.path);
+  }
+}
+
+template <class T>
+void check_variance_axes_every_data_set() {
+  FASTREDUCE_REQUIRE_GPU();
+  check_variance_paths<T>();
+  check_variance_of_nothing<T>();
+  for (int kind = 0; kind < kExactDataSetCount; ++kind) check_variance_axes<T>(kind);
+}
+
+}  // namespace
+
+TEST(ExactOps, FloatVarianceOnEveryAxis) { check_variance_axes_every_data_set<float>(); }
+TEST(ExactOps, HalfVarianceOnEveryAxis) { check_variance_axes_every_data_set<__half>(); }
+TEST(ExactOps, Bfloat16VarianceOnEveryAxis) { check_variance_axes_every_data_set<__nv_bfloat16>(); }
+
+namespace {
+
 // engine::Narrowed<R>: a half or bfloat16 input's statistic written in its own type, rounded once.
 // One call of R (1-D: an Axis of one row) with the outputs poisoned, as doubles holding the values.
 template <class R>
@@ -1266,13 +1322,18 @@ void check_narrowed(int kind) {
     }
   }
   // Along an axis (the exact check's short rows, the exact lanes' long ones, columns, a strided view;
-  // the L2 norm in both modes, with TermCheck up to 4096 elements and the exact lanes beyond).
+  // the L2 norm in both modes, with TermCheck up to 4096 elements and the exact lanes beyond; the
+  // variance and standard deviation, with VarianceCheck and the two passes beyond).
   for (const fr::Axis& axis : {fr::Axis{1000, 33, 1}, fr::Axis{5, 20000, 1}, fr::Axis{3, 2053, 32},
                                fr::Axis{1, 300, 200, fr::Axis::kContiguous, 1, 300}}) {
     const std::vector<double> means = narrowed_call(dx.get(), axis, mean, fr::Mode::Exact);
     const std::vector<double> norms = narrowed_call(dx.get(), axis, l1, fr::Mode::Exact);
     const std::vector<double> exact_l2 = narrowed_call(dx.get(), axis, l2, fr::Mode::Exact);
     const std::vector<double> repro_l2 = narrowed_call(dx.get(), axis, l2, fr::Mode::Reproducible);
+    const std::vector<double> vars =
+        narrowed_call(dx.get(), axis, fr::reduction_of(std::type_identity<T>{}, fr::Var{1}), fr::Mode::Exact);
+    const std::vector<double> stds =
+        narrowed_call(dx.get(), axis, fr::reduction_of(std::type_identity<T>{}, fr::Std{0}), fr::Mode::Reproducible);
     int failures = 0;
     for (std::size_t o = 0; o < axis.outer; ++o) {
       for (std::size_t i = 0; i < axis.inner; ++i) {
@@ -1282,13 +1343,17 @@ void check_narrowed(int kind) {
         const double want_mean = fr::reference::exact_mean_rounded<T>(e.data(), e.size());
         const double want_l1 = fr::reference::exact_rounded<T>(em.data(), em.size());
         const double want_l2 = narrow(std::sqrt(reference_sum_of_squares(e.data(), e.size())));
+        const double want_var = narrow(reference_variance_double(e.data(), e.size(), 1, false));
+        const double want_std = narrow(reference_variance_double(e.data(), e.size(), 0, true));
         if ((!same_result(means[k], want_mean) || !same_result(norms[k], want_l1) ||
-             !same_result(exact_l2[k], want_l2) || !same_result(repro_l2[k], want_l2)) &&
+             !same_result(exact_l2[k], want_l2) || !same_result(repro_l2[k], want_l2) ||
+             !same_result(vars[k], want_var) || !same_result(stds[k], want_std)) &&
             ++failures <= 3) {
           ADD_FAILURE() << what << ": output (" << o << ", " << i << ") of " << axis.outer << " x " << axis.length
                         << " x " << axis.inner << std::hexfloat << ": mean " << means[k] << " (exact " << want_mean
                         << "), L1 " << norms[k] << " (exact " << want_l1 << "), L2 " << exact_l2[k] << " and "
-                        << repro_l2[k] << " (expected " << want_l2 << ")";
+                        << repro_l2[k] << " (expected " << want_l2 << "), var " << vars[k] << " (expected " << want_var
+                        << "), std " << stds[k] << " (expected " << want_std << ")";
         }
       }
     }
@@ -1374,28 +1439,57 @@ void check_narrowed_every_data_set() {
 TEST(ExactOps, HalfStatisticsInTheirOwnTypeAreRoundedOnce) { check_narrowed_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16StatisticsInTheirOwnTypeAreRoundedOnce) { check_narrowed_every_data_set<__nv_bfloat16>(); }
 
-// The exact variance takes one contiguous output only; doubles are refused; nothing is written.
-TEST(ExactOps, VarianceHasTheModesIn1DOnly) {
-  check_refused_beyond_one_output("the variance and standard deviation", [](const RefusalBuffers& b, const fr::Options& opt,
-                                                                           bool fast) {
+// The exact variance has no segmented form, and doubles have no exact variance: refused in both
+// modes before anything is written, the message naming the shapes that have it; the same segments
+// in fast mode run.
+TEST(ExactOps, VarianceOverSegmentsAndOfDoublesIsRefused) {
+  FASTREDUCE_REQUIRE_GPU();
+  DeviceBuffer<float> x(1000);
+  DeviceBuffer<double> dx(1000);
+  CUDA_OK(cudaMemset(x.get(), 0, 1000 * sizeof(float)));
+  CUDA_OK(cudaMemset(dx.get(), 0, 1000 * sizeof(double)));
+  DeviceBuffer<std::int64_t> offsets(3);
+  const std::int64_t host_offsets[3] = {0, 400, 1000};
+  CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
+  DeviceBuffer<char> temp(1 << 20);
+  const std::int64_t *b = offsets.get(), *e = offsets.get() + 1;
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    const fr::Options opt{.mode = mode};
+    DeviceBuffer<float> out(4);
+    DeviceBuffer<double> dout(2);
+    out.poison();
+    dout.poison();
     std::size_t bytes = 1 << 20;
-    if (fast) return fr::reduce_axis_async(b.temp, bytes, b.x, b.out + 4, kStrided, fr::Std{1}, 0, opt);
-    std::vector<cudaError_t> e;
-    for (const fr::Axis& axis : {fr::Axis{2, 500, 1}, fr::Axis{1, 500, 2}, kStrided}) {
-      bytes = 1 << 20;
-      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.out, axis, fr::Var{1}, 0, opt));
-      bytes = 1 << 20;
-      e.push_back(fr::reduce_axis_async(b.temp, bytes, b.x, b.out, axis, fr::Std{1}, 0, opt));
-    }
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, b, e, fr::Var{1}, 0, opt),
+              cudaErrorNotSupported);
     bytes = 1 << 20;
-    e.push_back(fr::reduce_segments_async(b.temp, bytes, b.x, b.out, 2, b.offsets, b.offsets + 1, fr::Var{1}, 0, opt));
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, b, e, fr::Std{1}, 0, opt),
+              cudaErrorNotSupported);
     bytes = 1 << 20;
-    e.push_back(fr::reduce_async(b.temp, bytes, b.dx, b.dout, 1000, fr::Var{1}, 0, opt));
-    return all_refused(e);
-  }, [](const RefusalBuffers& b, const fr::Options& opt, std::size_t& bytes, const char** message) {
-    using VarReduction = eng::MomentsReduction<float, eng::VarianceOf<float>>;
-    return eng::axis_temp_bytes<VarReduction>(fr::Axis{2, 500, 1}, {b.x}, opt, 0, bytes, message);
-  });
+    EXPECT_EQ(fr::reduce_async(temp.get(), bytes, dx.get(), dout.get(), 1000, fr::Var{1}, 0, opt), cudaErrorNotSupported);
+    bytes = 1 << 20;
+    EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, dx.get(), dout.get(), fr::Axis{2, 500, 1}, fr::Var{1}, 0, opt),
+              cudaErrorNotSupported);
+    const char* message = nullptr;
+    bytes = 0;
+    const auto var = fr::reduction_of(std::type_identity<float>{}, fr::Var{1});
+    EXPECT_EQ((eng::reduce_segments_async_impl<std::remove_cvref_t<decltype(var)>, std::int64_t>(
+                  nullptr, bytes, {x.get()}, out.get(), 2, b, e, var, 0, opt, &message)),
+              cudaErrorNotSupported);
+    ASSERT_NE(message, nullptr);
+    EXPECT_NE(std::string(message).find("the variance and standard deviation have this mode in the 1-D reduce and "
+                                        "along an axis, not over segments"),
+              std::string::npos)
+        << message;
+    CUDA_OK(cudaDeviceSynchronize());
+    for (float v : copy_back<float>(out, 4)) EXPECT_EQ(std::bit_cast<std::uint32_t>(v), 0xA5A5A5A5u) << "written";
+    for (double v : copy_back<double>(dout, 2)) EXPECT_EQ(std::bit_cast<std::uint64_t>(v), 0xA5A5A5A5A5A5A5A5ull) << "written";
+    bytes = 1 << 20;
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, b, e, fr::Var{1}, 0, fr::Options{}),
+              cudaSuccess);
+    CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(copy_back<float>(out, 2)[0], 0.0f) << "the fast call";
+  }
 }
 
 struct SquareOf {

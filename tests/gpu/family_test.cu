@@ -577,16 +577,33 @@ TEST(Family, ReproducibleModeAndBadArguments) {
   const auto a = fr::reduce(d.buffer.get(), n, fr::ArgMax{}), b = fr::reduce(d.buffer.get(), n, fr::ArgMax{}, repro);
   EXPECT_EQ(a.index, b.index);
   EXPECT_EQ(fr::reduce(d.buffer.get(), n, fr::NormInf{}, repro), fr::reduce(d.buffer.get(), n, fr::NormInf{}));
-  // The variance has it to one output only: along an axis, refused, nothing written.
+  // The variance has it along an axis too (tests/gpu/exact_ops_test.cu holds it to the exact sums'
+  // fixed rounding), with Mode::Exact's bits, near fast mode's; over segments, refused, nothing written.
   DeviceBuffer<float> out(4);
   out.poison();
   const float poison = read_back(out.get());
   std::size_t bytes = 1 << 20;
   DeviceBuffer<char> temp(bytes);
-  EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::Var{}, 0,
-                                  repro),
-            cudaErrorNotSupported);
-  EXPECT_THROW(fr::reduce_axis(d.buffer.get(), out.get(), {.outer = 4, .length = 1000}, fr::Std{}, repro), fr::Error);
+  {
+    DeviceBuffer<float> vars(12);
+    fr::reduce_axis(d.buffer.get(), vars.get(), {.outer = 4, .length = 1000}, fr::Std{}, repro);
+    fr::reduce_axis(d.buffer.get(), vars.get() + 4, {.outer = 4, .length = 1000}, fr::Std{},
+                    fr::Options{.mode = fr::Mode::Exact});
+    fr::reduce_axis(d.buffer.get(), vars.get() + 8, {.outer = 4, .length = 1000}, fr::Std{});
+    const std::vector<float> v = host_copy(vars.get(), 12);
+    for (int q = 0; q < 4; ++q) {
+      EXPECT_TRUE(same_bits(v[q], v[4 + q])) << q;
+      EXPECT_NEAR(v[q], v[8 + q], 1e-6 * v[8 + q]) << q;
+    }
+  }
+  {
+    DeviceBuffer<std::int64_t> offsets(3);
+    const std::int64_t host_offsets[3] = {0, 400, 1000};
+    CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, d.buffer.get(), out.get(), 2, offsets.get(),
+                                        offsets.get() + 1, fr::Var{}, 0, repro),
+              cudaErrorNotSupported);
+  }
   // The L2 norm has it on every shape, with Mode::Exact's bits (tests/gpu/exact_ops_test.cu holds
   // both to the exact sum of squares), near fast mode's.
   {

@@ -530,8 +530,9 @@ def test_mean_has_the_sums_modes(dtype):
     if wide:  # in their own type too, rounded once (test_narrow_statistics_in_every_mode_...)
         assert fr.mean(_seeded((100,), dtype), mode="exact").dtype == dtype
         assert fr.mean(_seeded((100,), dtype), mode="reproducible").dtype == dtype
-    with pytest.raises(RuntimeError, match="no form of this op" if dtype == torch.float64 else "one contiguous output"):
-        fr.var(_seeded((100, 3), dtype), dim=0, mode="exact")
+    if dtype == torch.float64:
+        with pytest.raises(RuntimeError, match="no form of this op"):
+            fr.var(_seeded((100, 3), dtype), dim=0, mode="exact")
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64, torch.uint8, torch.int8, torch.int16])
@@ -638,11 +639,12 @@ def test_dot_has_the_exact_modes():
         fr.dot(_seeded((10,), torch.float64), _seeded((10,), torch.float64), mode="exact")
 
 
-def test_var_std_have_the_exact_modes_to_one_value():
-    """var/std of float32 to one value in both modes: N = n sum x^2 - (sum x)^2 exactly (Python
-    integers), rounded once to double, divided by n and by n - correction, the square root for std,
-    rounded to float32; every length, offset, correction and a strided view; float64 refused, and
-    every type along a dim (float16/bfloat16: test_narrow_statistics_in_every_mode_...)."""
+def test_var_std_have_the_exact_modes():
+    """var/std of float32 in both modes: N = n sum x^2 - (sum x)^2 exactly (Python integers),
+    rounded once to double, divided by n and by n - correction, the square root for std, rounded to
+    float32; to one value at every length, offset and correction and for a strided view, and along
+    dims (each output of its own elements: short and long rows and columns, transposed views, an
+    empty dim); float64 refused (float16/bfloat16: test_narrow_statistics_in_every_mode_...)."""
     import struct
     def want(x, correction, root):
         values = x.double().cpu().flatten().tolist()
@@ -671,12 +673,25 @@ def test_var_std_have_the_exact_modes_to_one_value():
     x = _seeded((300, 7))
     assert fr.var(x[:, 2], mode="exact").item() == want(x[:, 2], 1, False)  # strided: copied first
     assert fr.std(x, dim=(0, 1), mode="exact").item() == want(x, 1, True)
-    with pytest.raises(RuntimeError, match="one contiguous output"):
-        fr.var(x, dim=1, mode="exact")
+    # Along dims: each output is its elements' exact variance (short rows and columns, long ones,
+    # transposed views, an empty dim).
+    for shape, dim in (((300, 7), 1), ((300, 7), 0), ((5, 9000), 1), ((9000, 5), 0), ((4, 6, 5), (0, 2)), ((3, 0), 1)):
+        x = (_seeded(shape) - 0.5) * 3 + 1000
+        for view in (x, x.transpose(0, -1)):
+            d = dim if view is x else tuple(view.dim() - 1 - k for k in ((dim,) if isinstance(dim, int) else dim))
+            source = d if isinstance(d, tuple) else (d,)
+            moved = view.movedim(source, tuple(range(-1, -1 - len(source), -1)))  # the reduced dims last
+            outputs = math.prod(moved.shape[:moved.dim() - len(source)])
+            rows = moved.reshape(outputs, -1) if moved.numel() else moved.reshape(outputs, 0)
+            for correction, root, f in ((1, False, fr.var), (0, True, fr.std), (2, False, fr.var)):
+                wants = [want(rows[q], correction, root) for q in range(outputs)]
+                for mode in ("exact", "reproducible"):
+                    got = f(view, dim=d, correction=correction, mode=mode).flatten().tolist()
+                    for q, (g, w) in enumerate(zip(got, wants)):
+                        assert (math.isnan(w) and math.isnan(g)) or g == w, (shape, dim, q, correction, mode, g, w)
     for dtype in (torch.float16, torch.bfloat16):
         assert fr.var(_seeded((10,), dtype), mode="exact").dtype == dtype
-        with pytest.raises(RuntimeError, match="one contiguous output"):
-            fr.var(_seeded((10, 3), dtype), dim=0, mode="exact")
+        assert fr.var(_seeded((10, 3), dtype), dim=0, mode="exact").dtype == dtype
     with pytest.raises(RuntimeError, match="float64"):
         fr.std(_seeded((10,), torch.float64), mode="reproducible")
 
@@ -751,7 +766,7 @@ def test_family_errors_and_dtypes():
     with pytest.raises(ValueError):
         fr.mean(x, mode="compensated")
     for mode in ("reproducible", "exact"):
-        for f in (lambda: fr.std(x, dim=1, mode=mode), lambda: fr.var(x.double(), mode=mode),
+        for f in (lambda: fr.var(x.double(), mode=mode),
                   lambda: fr.norm(x.double(), 2, dim=1, mode=mode),
                   lambda: fr.dot(x[0].double(), x[1].double(), mode=mode)):
             with pytest.raises(RuntimeError, match=f"(?i){mode}"):
@@ -1390,9 +1405,9 @@ def test_narrow_statistics_in_every_mode_are_rounded_once_by_the_engine(dtype):
     """float16/bfloat16 mean, L1 and L2 norms, var and std in the reproducible and exact modes come
     out of the engine in the input's own type, with no conversion kernel after it. Exact mode's mean
     and L1 norm are the exact value rounded once (0 ulp against Fractions), 1-D and along dims; the
-    L2 norm, variance and standard deviation (both modes, one value) the engine's double (the exact
-    sum of squares, or n S2 - S1^2 exactly, rounded once to double, divided; the square root)
-    rounded once; the reproducible mean and L1 norm within an ulp of exact, a row's bits its own."""
+    L2 norm, variance and standard deviation (both modes; var and std along dims too) the engine's
+    double (the exact sum of squares, or n S2 - S1^2 exactly, rounded once to double, divided; the
+    square root) rounded once; the reproducible mean and L1 norm within an ulp of exact, a row's bits its own."""
     from fractions import Fraction
     seed = random.randrange(1 << 30)
     g = torch.Generator(device=DEV).manual_seed(seed)
@@ -1458,6 +1473,15 @@ def test_narrow_statistics_in_every_mode_are_rounded_once_by_the_engine(dtype):
         got = fr.norm(x, 1, dim=dim, mode="exact")
         want = [_nearest_narrow(sum(abs(v) for v in line), dtype) for line in lines]
         assert got.dtype == dtype and got.cpu().tolist() == want, (dim, "seed", seed)
+        for mode in ("exact", "reproducible"):  # var (correction 1) and std (correction 0): the 1-D steps
+            moments = [(len(line), sum(line), sum(v * v for v in line)) for line in lines]
+            got = fr.var(x, dim=dim, mode=mode)
+            want = [_nearest_narrow(Fraction((float(n * s2 - s1 * s1) / n) / (n - 1)), dtype) for n, s1, s2 in moments]
+            assert got.dtype == dtype and got.cpu().tolist() == want, (dim, mode, "seed", seed)
+            got = fr.std(x, dim=dim, correction=0, mode=mode)
+            want = [_nearest_narrow(Fraction(math.sqrt((float(n * s2 - s1 * s1) / n) / n)), dtype)
+                    for n, s1, s2 in moments]
+            assert got.dtype == dtype and got.cpu().tolist() == want, (dim, mode, "seed", seed)
     r = fr.mean(x, dim=1, mode="reproducible")
     assert r.dtype == dtype and _bits(r[7]) == _bits(fr.mean(x[7].clone(), mode="reproducible"))
     # No conversion kernel after the engine's (the float32 result and .to() launched one).

@@ -19,6 +19,7 @@
 #include "fastreduce/detail/repro_segments.cuh"
 #include "fastreduce/detail/segments.cuh"
 #include "fastreduce/detail/segments_scan.hpp"
+#include "fastreduce/detail/stat_reductions.cuh"
 
 namespace fastreduce::engine {
 
@@ -125,8 +126,14 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
   if (const char* error = resolve_axis(axis, out.layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
   bool repro_sum = false;
-  const bool one_output = out.layout.outputs() == 0 || out.layout.one_contiguous_output();
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, one_output); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, false); e != cudaSuccess) return e;
+  if constexpr (kVarianceSum<R>) {
+    // (Along an axis the exact variance is plan_exact_check's and plan_variance_axis's; here only
+    // the 1-D reduce of one contiguous output.)
+    if (repro_sum && !(out.layout.outputs() == 0 || out.layout.one_contiguous_output())) {
+      return fail(cudaErrorNotSupported, "the exact variance along an axis is planned by plan_variance_axis");
+    }
+  }
   if (repro_sum && out.layout.length >= kReproMaxElements) {
     return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements per output"
                                                                : "Mode::Reproducible sums at most 2^40 elements per output");
@@ -395,33 +402,42 @@ struct CheckFor<R> {
     else return {in.x};
   }
 };
+template <class R>
+  requires kVarianceSum<R>
+struct CheckFor<R> {
+  using type = VarianceCheck<typename R::Input, typename R::Out>;
+  static constexpr std::size_t kMaxLength = kExactCheckMaxLength<double>;  // CheckedPairs, as doubles'
+  static inputs_t<type> inputs(const inputs_t<R>& in) { return {in.x}; }
+};
 
-// Whether R's exact check (CheckFor) serves the options' mode: Mode::Exact, and for the L2 norm and
-// dot product Mode::Reproducible too (their bits are one).
+// Whether R's exact check (CheckFor) serves the options' mode: Mode::Exact, and for the L2 norm,
+// dot product, variance and standard deviation Mode::Reproducible too (their bits are one).
 template <class R>
 bool exact_check_mode(const Options& opt) {
-  return opt.mode == Mode::Exact || (kTermSum<R> && opt.mode == Mode::Reproducible);
+  return opt.mode == Mode::Exact || ((kTermSum<R> || kVarianceSum<R>) && opt.mode == Mode::Reproducible);
 }
 
 // Mode::Exact by ExactCheck on the fast paths (detail/exact_axis.cuh): whether it takes this axis
 // sum (rows or columns of 1 to kExactCheckMaxLength elements, not one contiguous output, which is
 // the 1-D sum), and its plan. The L2 norm and dot product, by TermCheck, in both modes (their bits
-// are one). Anything it does not take, argument errors included, goes on to the exact lanes' paths.
+// are one), and the variance and standard deviation by VarianceCheck (axes of length 0 too: NaN in
+// every output, by the identity kernel). Anything it does not take, argument errors included, goes
+// on to the exact lanes' paths.
 template <class R>
 bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, AxisLaunch& out) {
-  if constexpr (!is_exact_sum_v<R> && !kTermSum<R>) {
+  if constexpr (!is_exact_sum_v<R> && !kTermSum<R> && !kVarianceSum<R>) {
     return false;
   } else {
     if (!exact_check_mode<R>(opt)) return false;
     AxisLayout layout{};
     if (resolve_axis(axis, layout) != nullptr) return false;
-    if (layout.length == 0 || layout.length > CheckFor<R>::kMaxLength) return false;
+    if ((layout.length == 0 && !kVarianceSum<R>) || layout.length > CheckFor<R>::kMaxLength) return false;
     Options fast = opt;
     fast.mode = Mode::Fast;
     using C = typename CheckFor<R>::type;
     if (plan_axis_launch<C>(axis, CheckFor<R>::inputs(in), fast, device, out, nullptr) != cudaSuccess) return false;
     const AxisPath path = out.plan.path;
-    return path != AxisPath::Flat && path != AxisPath::Nothing && path != AxisPath::Identity;
+    return path != AxisPath::Flat && path != AxisPath::Nothing && (path != AxisPath::Identity || kVarianceSum<R>);
   }
 }
 
@@ -455,8 +471,8 @@ inline constexpr std::size_t kExactCheckFlagBytes = 256;
 // ExactCheck, and the fix-up of the outputs that failed the check.
 template <class R>
 cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in,
-                                    typename R::Out* d_out, cudaStream_t stream, const Options& opt, int device,
-                                    const char** message, const Axis& axis) {
+                                    typename R::Out* d_out, const R& red, cudaStream_t stream, const Options& opt,
+                                    int device, const char** message, const Axis& axis) {
   using T = typename R::Input;
   using C = typename CheckFor<R>::type;
   std::size_t needed = kExactCheckFlagBytes + plan.plan.temp_bytes;
@@ -475,13 +491,17 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
     temp_bytes = needed;
     return cudaSuccess;
   }
-  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, 1, temp_bytes, needed);
+  // (An axis of length 0, the variance's identity path, reads no input: its pointer may be null.)
+  const bool identity = plan.plan.path == AxisPath::Identity;
+  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, identity ? 0 : 1, temp_bytes, needed);
   if (message != nullptr) *message = error.message;
   if (error.code != cudaSuccess) return error.code;
   KernelFacts fixup{};
   cudaError_t facts = cudaSuccess;
   if constexpr (kTermSum<R>) {
     facts = kernel_facts<term_fixup_kernel<T, kLaneTermOf<R>, typename R::Out>, kFixupThreads>(device, fixup);
+  } else if constexpr (kVarianceSum<R>) {
+    facts = kernel_facts<variance_fixup_kernel<T, typename R::Out>, kFixupThreads>(device, fixup);
   } else {
     facts = kernel_facts<exact_fixup_kernel<T, kExactOpOf<R>>, kFixupThreads>(device, fixup);
   }
@@ -490,9 +510,9 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   cudaError_t status = cudaMemsetAsync(failed, 0, sizeof(unsigned), stream);
   if (status == cudaSuccess) {
     status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, CheckFor<R>::inputs(in), d_out,
-                            C::with(failed, plan.layout.length), stream);
+                            C::with(failed, plan.layout.length, red), stream);
   }
-  if (status == cudaSuccess) {
+  if (status == cudaSuccess && !identity) {
     const AxisLayout& L = plan.layout;
     constexpr std::size_t kOutputsPerBlock = kFixupThreads;  // a warp reads 32 outputs at a time
     std::size_t resident = std::size_t(multiprocessors(device)) * std::max(fixup.blocks_per_sm, 1);
@@ -507,10 +527,101 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
       if constexpr (two_inputs_v<R>) y = in.y;
       status = launch(term_fixup_kernel<T, kLaneTermOf<R>, typename R::Out>, grid, kFixupThreads, 0, stream, dependent,
                       in.x, y, d_out, args);
+    } else if constexpr (kVarianceSum<R>) {
+      status = launch(variance_fixup_kernel<T, typename R::Out>, grid, kFixupThreads, 0, stream, dependent, in.x, d_out,
+                      args, std::int64_t(red.finish.correction), red.finish.root);
     } else {
       status = launch(exact_fixup_kernel<T, kExactOpOf<R>>, grid, kFixupThreads, 0, stream, dependent, in.x,
                       reinterpret_cast<acc_t<T, Sum>*>(d_out), args);
     }
+  }
+  if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
+  return status;
+}
+
+// The variance and standard deviation along axes longer than VarianceCheck's (both modes): two
+// passes over the input, the exact Sum's axis kernels (ReproAxisKernels) and the squares'
+// (TermAxisKernels), each into pieces (a row per output and piece, also where an output is one
+// piece), then repro_variance_finish_kernel. `sums` and `squares` are the two passes' plans (those
+// of the exact Sum and of the exact L2 norm on this axis); the storage is their pieces, one after
+// the other.
+struct VarianceAxisLaunch {
+  AxisLaunch sums, squares;
+  std::size_t sum_bytes = 0, square_bytes = 0;
+  bool dependent = false;  // the finish may be a dependent launch
+};
+
+// Whether the variance R takes that way on this axis (Mode::Exact or Mode::Reproducible, some output,
+// not one contiguous output, which is the 1-D variance's; shorter axes take plan_exact_check), and its
+// plan; planning errors in `error`.
+template <class R>
+bool plan_variance_axis(const Axis& axis, const inputs_t<R>& in, const Options& opt, int device, VarianceAxisLaunch& out,
+                        cudaError_t& error, const char** message) {
+  error = cudaSuccess;
+  if constexpr (!kVarianceSum<R>) {
+    return false;
+  } else {
+    using T = typename R::Input;
+    if (!exact_check_mode<R>(opt)) return false;
+    AxisLayout layout{};
+    if (resolve_axis(axis, layout) != nullptr) return false;  // (the plans below give the error)
+    if (layout.outputs() == 0 || layout.length == 0 || layout.one_contiguous_output()) return false;
+    Options exact = opt;
+    exact.mode = Mode::Exact;
+    if ((error = plan_axis_launch<builtin_t<T, Sum>>(axis, {in.x}, exact, device, out.sums, message)) != cudaSuccess ||
+        (error = plan_axis_launch<l2_reduction<T>>(axis, {in.x}, exact, device, out.squares, message)) != cudaSuccess) {
+      return true;
+    }
+    auto exact_path = [](const AxisLaunch& p) {
+      return p.plan.path == AxisPath::ReproRows || p.plan.path == AxisPath::ReproColumns;
+    };
+    if (!exact_path(out.sums) || !exact_path(out.squares)) {
+      error = planning_error(message, cudaErrorNotSupported, "the exact variance's axis plan");  // (not reached)
+      return true;
+    }
+    const std::size_t outputs = out.sums.layout.outputs();
+    out.sum_bytes = (outputs * out.sums.plan.chunks * primitives::kExactRowWords<float> * 8 + 255) / 256 * 256;
+    out.square_bytes = outputs * out.squares.plan.chunks * primitives::kExactRowWords<double> * 8;
+    KernelFacts finish{};
+    if ((error = kernel_facts<repro_variance_finish_kernel<typename R::Out>, kReproThreads>(device, finish)) != cudaSuccess) {
+      error = planning_error(message, error, "no kernel image for this GPU (exact variance along an axis)");
+      return true;
+    }
+    out.dependent = compute_major(device) >= 9 && finish.ptx_version >= 90;
+    return true;
+  }
+}
+
+template <class R>
+cudaError_t reduce_axis_variance(const VarianceAxisLaunch& plan, void* d_temp, std::size_t& temp_bytes,
+                                 const inputs_t<R>& in, typename R::Out* d_out, const R& red, cudaStream_t stream,
+                                 const char** message) {
+  using T = typename R::Input;
+  const std::size_t needed = plan.sum_bytes + plan.square_bytes;
+  if (d_temp == nullptr) {
+    temp_bytes = needed;
+    return cudaSuccess;
+  }
+  const ArgumentError error = validate_reduction<R>(in, d_out, d_temp, 1, temp_bytes, needed);
+  if (message != nullptr) *message = error.message;
+  if (error.code != cudaSuccess) return error.code;
+  auto* sums = static_cast<unsigned long long*>(d_temp);
+  auto* squares = reinterpret_cast<unsigned long long*>(static_cast<char*>(d_temp) + plan.sum_bytes);
+  const AxisLayout& L = plan.sums.layout;
+  constexpr primitives::ResultType kAcc = primitives::ResultType::Acc;
+  cudaError_t status = launch_repro_kernels<ReproAxisKernels<T, true>>(L, plan.sums.plan, in.x, static_cast<const T*>(nullptr),
+                                                                       sums, static_cast<acc_t<T, Sum>*>(nullptr), kAcc, stream);
+  if (status == cudaSuccess) {
+    status = launch_repro_kernels<TermAxisKernels<T, LaneTerm::Square, float>>(
+        plan.squares.layout, plan.squares.plan, in.x, static_cast<const T*>(nullptr), squares, static_cast<float*>(nullptr),
+        kAcc, stream);
+  }
+  if (status == cudaSuccess) {
+    const VariancePiecesArgs<typename R::Out> args{sums, plan.sums.plan.chunks, squares, plan.squares.plan.chunks,
+                                                   L.outputs(), std::uint64_t(L.length),
+                                                   std::int64_t(red.finish.correction), red.finish.root, d_out};
+    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((L.outputs() + 7) / 8, 1u << 16));
+    status = launch(repro_variance_finish_kernel<typename R::Out>, grid, kReproThreads, 0, stream, plan.dependent, args);
   }
   if (status != cudaSuccess && message != nullptr) *message = "a kernel launch failed";
   return status;
@@ -581,10 +692,17 @@ cudaError_t reduce_axis_async_impl(void* d_temp, std::size_t& temp_bytes, const 
   const Options opt = exact_length_one_as_fast<R>(axis, options);
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if constexpr (is_exact_sum_v<R> || kTermSum<R>) {
+  if constexpr (is_exact_sum_v<R> || kTermSum<R> || kVarianceSum<R>) {
     AxisLaunch check{};
     if (plan_exact_check<R>(axis, in, opt, device, check)) {
-      return reduce_axis_exact_check<R>(check, d_temp, temp_bytes, in, d_out, stream, opt, device, message, axis);
+      return reduce_axis_exact_check<R>(check, d_temp, temp_bytes, in, d_out, red, stream, opt, device, message, axis);
+    }
+  }
+  if constexpr (kVarianceSum<R>) {
+    VarianceAxisLaunch variance{};
+    cudaError_t e = cudaSuccess;
+    if (plan_variance_axis<R>(axis, in, opt, device, variance, e, message)) {
+      return e != cudaSuccess ? e : reduce_axis_variance<R>(variance, d_temp, temp_bytes, in, d_out, red, stream, message);
     }
   }
   if (d_temp == nullptr) return axis_temp_bytes<R>(axis, in, opt, device, temp_bytes, message);
@@ -618,6 +736,12 @@ cudaError_t describe_axis_reduction(const inputs_t<R>& in, const Axis& axis, con
     plan = launch_plan.plan;
     return cudaSuccess;
   }
+  VarianceAxisLaunch variance{};
+  cudaError_t e = cudaSuccess;
+  if (plan_variance_axis<R>(axis, in, opt, device, variance, e, nullptr)) {
+    plan = variance.sums.plan;  // (the first pass's; the squares' takes the same path)
+    return e;
+  }
   const cudaError_t status = plan_axis_launch<R>(axis, in, opt, device, launch_plan, nullptr);
   plan = launch_plan.plan;
   return status;
@@ -640,7 +764,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, false); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
   const bool exact = repro_sum && opt.mode == Mode::Exact;  // Mode::Exact's lanes
   const int sms = multiprocessors(device);
   SegmentPlan plan{};

@@ -148,6 +148,28 @@ __global__ void __launch_bounds__(kReproThreads) repro_rows_kernel(ReproRowsArgs
   }
 }
 
+// One warp: the pieces' rows of output q (`chunks` rows of kExactRowWords<A> words each) added into
+// `slots` (the warp's row of signed limbs in shared memory); returns their flags (every lane).
+template <class A>
+__device__ __forceinline__ unsigned add_pieces(const unsigned long long* pieces, std::size_t q, unsigned chunks,
+                                               long long* slots, unsigned lane) {
+  constexpr unsigned W = primitives::ExactSum<A>::kLimbs;
+  constexpr unsigned K = primitives::ExactSum<A>::K;
+  constexpr unsigned kWords = primitives::kExactRowWords<A>;
+  long long acc[K] = {};
+  unsigned special = 0;
+  for (unsigned c = 0; c < chunks; ++c) {
+    const unsigned long long* row = pieces + (q * chunks + c) * kWords;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) acc[k] += static_cast<long long>(__ldcg(row + lane + 32 * k));
+    if (lane == 0) special |= static_cast<unsigned>(__ldcg(row + W));
+  }
+#pragma unroll
+  for (unsigned k = 0; k < K; ++k) slots[lane + 32 * k] = acc[k];
+  __syncwarp();
+  return __shfl_sync(primitives::kFullMask, special, 0);
+}
+
 // One warp per output: the exact sum of its pieces' rows, rounded once (Divide: divided by
 // `divisor`, the mean). Term: rows of squares or products (A double), finished as the 1-D exact
 // L2 norm or dot product into O.
@@ -157,32 +179,56 @@ __global__ void __launch_bounds__(kReproThreads) repro_pieces_finish_kernel(cons
                                                                             O* out, primitives::ResultType result,
                                                                             std::uint64_t divisor) {
   static_assert(Term == LaneTerm::Element ? std::is_same_v<A, O> : std::is_same_v<A, double> && !Divide);
-  using primitives::ExactSum;
   constexpr unsigned kWarps = kReproThreads / 32;
-  constexpr unsigned W = ExactSum<A>::kLimbs;
-  constexpr unsigned K = ExactSum<A>::K;
-  constexpr unsigned kWords = primitives::kExactRowWords<A>;
-  __shared__ long long slots[kWarps][W];
+  __shared__ long long slots[kWarps][primitives::ExactSum<A>::kLimbs];
   primitives::wait_for_prior_grid();
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   for (std::size_t q = std::size_t(blockIdx.x) * kWarps + warp; q < outputs; q += std::size_t(gridDim.x) * kWarps) {
-    long long acc[K] = {};
-    unsigned special = 0;
-    for (unsigned c = 0; c < chunks; ++c) {
-      const unsigned long long* row = pieces + (q * chunks + c) * kWords;
-#pragma unroll
-      for (unsigned k = 0; k < K; ++k) acc[k] += static_cast<long long>(__ldcg(row + lane + 32 * k));
-      if (lane == 0) special |= static_cast<unsigned>(__ldcg(row + W));
-    }
-    special = __shfl_sync(primitives::kFullMask, special, 0);
-#pragma unroll
-    for (unsigned k = 0; k < K; ++k) slots[warp][lane + 32 * k] = acc[k];
-    __syncwarp();
+    const unsigned special = add_pieces<A>(pieces, q, chunks, slots[warp], lane);
     if constexpr (Term != LaneTerm::Element) {
       store_term_row<Term>(out, q, slots[warp], special, lane);
     } else {
       primitives::store_limb_row<primitives::AnyNarrow, Divide>(out, q, result, slots[warp], special, lane, divisor);
+    }
+    __syncwarp();
+  }
+}
+
+// The variance and standard deviation along axes past the exact check's (exact_axis.cuh): each
+// output's pieces of the exact Sum (sums, float format) and of the squares' exact sum (squares,
+// double format), from the two passes of the sums' and the squares' axis kernels, each added as
+// repro_pieces_finish_kernel adds them; the output is variance_of_sums of the two, as the 1-D
+// exact variance's. A warp an output.
+template <class O>
+struct VariancePiecesArgs {
+  const unsigned long long* sums;
+  unsigned sum_chunks;
+  const unsigned long long* squares;
+  unsigned square_chunks;
+  std::size_t outputs;
+  std::uint64_t length;
+  std::int64_t correction;
+  bool root;
+  O* out;
+};
+template <class O>
+__global__ void __launch_bounds__(kReproThreads) repro_variance_finish_kernel(VariancePiecesArgs<O> args) {
+  constexpr unsigned kWarps = kReproThreads / 32;
+  __shared__ long long sums[kWarps][primitives::ExactSum<float>::kLimbs];
+  __shared__ long long squares[kWarps][primitives::ExactSum<double>::kLimbs];
+  primitives::wait_for_prior_grid();
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  for (std::size_t q = std::size_t(blockIdx.x) * kWarps + warp; q < args.outputs; q += std::size_t(gridDim.x) * kWarps) {
+    unsigned special = add_pieces<float>(args.sums, q, args.sum_chunks, sums[warp], lane);
+    special |= add_pieces<double>(args.squares, q, args.square_chunks, squares[warp], lane);
+    primitives::normalize_limb_row<float>(sums[warp], lane);  // (its sign: S1^2 has none)
+    primitives::normalize_limb_row<double>(squares[warp], lane);
+    if (lane == 0) {
+      args.out[q] = variance_of_sums<O>(reinterpret_cast<const unsigned long long*>(sums[warp]),
+                                        reinterpret_cast<const unsigned long long*>(squares[warp]), special,
+                                        args.length, args.correction, args.root);
     }
     __syncwarp();
   }

@@ -191,11 +191,11 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
 
 // What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
 // set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
-// order), or cudaErrorNotSupported. `one_output`: the reduction has one contiguous output (the 1-D
-// reduce), the only shape of the exact variance (kVarianceSum). The exact L2 norm and dot product
-// (kTermSum) take every shape. Both run Mode::Exact's lanes in both modes.
+// order), or cudaErrorNotSupported. `segments`: a segmented reduction, which the exact variance
+// (kVarianceSum) does not have (it has the 1-D reduce and every axis). The exact L2 norm and dot
+// product (kTermSum) take every shape. Both run Mode::Exact's lanes in both modes.
 template <class R>
-cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool one_output) {
+cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool segments) {
   repro_sum = false;
   if (opt.mode == Mode::Fast) return cudaSuccess;
   if (opt.mode != Mode::Reproducible && opt.mode != Mode::Exact) {
@@ -206,26 +206,26 @@ cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** 
   } else if constexpr (kTermSum<R>) {
     repro_sum = true;
   } else if constexpr (kVarianceSum<R>) {
-    if (!one_output) {
+    if (segments) {
       return planning_error(message, cudaErrorNotSupported,
                             opt.mode == Mode::Exact
-                                ? "Mode::Exact: the variance and standard deviation have this mode over one "
-                                  "contiguous output only (the 1-D reduce), not along an axis or over segments"
-                                : "Mode::Reproducible: the variance and standard deviation have this mode over one "
-                                  "contiguous output only (the 1-D reduce), not along an axis or over segments");
+                                ? "Mode::Exact: the variance and standard deviation have this mode in the 1-D reduce "
+                                  "and along an axis, not over segments"
+                                : "Mode::Reproducible: the variance and standard deviation have this mode in the 1-D "
+                                  "reduce and along an axis, not over segments");
     }
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
                           opt.mode == Mode::Exact
                               ? "Mode::Exact: this op's result depends on the order of its floating-point operations "
-                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the L2 norm and "
-                                "dot product of float, half and bfloat16 and their 1-D variance, and ops whose result "
-                                "is exact)"
+                                "(exact forms: Sum, the mean and the L1 norm of floating-point types, the L2 norm, dot "
+                                "product, variance and standard deviation of float, half and bfloat16, and ops whose "
+                                "result is exact)"
                               : "Mode::Reproducible: this op's result depends on the order of its floating-point "
                                 "operations (reproducible forms: Sum, the mean and the L1 norm of floating-point "
-                                "types, the L2 norm and dot product of float, half and bfloat16 and their 1-D "
-                                "variance, and ops whose result is exact)");
+                                "types, the L2 norm, dot product, variance and standard deviation of float, half and "
+                                "bfloat16, and ops whose result is exact)");
   }
   return cudaSuccess;
 }
@@ -247,7 +247,7 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   out.vectors = vectors >= 0 ? vectors == 1 && kVecOf<R> > 1 : vectors_fit<R>(in);
 
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, false); e != cudaSuccess) return e;
   if (repro_sum) {
     if (n >= kReproMaxElements) {
       return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"

@@ -18,6 +18,7 @@
 
 #if !defined(__CUDA_ARCH__)
 #include <bit>
+#include <cmath>
 #endif
 
 namespace fastreduce::primitives {
@@ -394,19 +395,17 @@ FASTREDUCE_HOST_DEVICE float float_from_bits(std::uint32_t bits) {
 #endif
 }
 
-// The variance's numerator (Mode::Exact; exact_variance_finish_kernel, detail/repro_path.cuh):
-// N = n S2 - S1^2 exactly, in 32-bit digits (least significant first), and N 2^-298 rounded once
-// to double (nearest even). s1: |S1| as normalised limbs (each below 2^32) in units of 2^-149,
-// limb j of weight 2^(32 j), s1_limbs of them; s2: S2 in units of 2^-1074 (s2_limbs), whose bits
-// below 2^-298 are zero (sums of squares of float, half and bfloat16 values). For sums of fewer
-// than 2^40 such elements |S1| < 2^168 (below 2^317 units) and S2 < 2^296 (below 2^594 units), so
-// N < 2^634 fits kMomentDigits digits; n < 2^40, and n S2 >= S1^2, as for any data.
+// The variance's numerator (Mode::Exact): N = n S2 - S1^2 exactly, in 32-bit digits (least
+// significant first), and N 2^-298 rounded once to double (nearest even). a: |S1| in units of
+// 2^-149 (kMomentDigits / 2 digits); b: S2 in units of 2^-298 (kMomentDigits digits; sums of
+// squares of float, half and bfloat16 values have no bit below 2^-298). For sums of fewer than
+// 2^40 such elements |S1| < 2^168 (below 2^317 units) and S2 < 2^296 (below 2^594 units), so N <
+// 2^634 fits kMomentDigits digits; n < 2^40, and n S2 >= S1^2, as for any data. Its two forms below
+// (exact limbs, exact pairs) hand the same integers to this one rounding: the same bits.
 inline constexpr int kMomentDigits = 24;
-FASTREDUCE_HOST_DEVICE double variance_numerator(const unsigned long long* s1, unsigned s1_limbs,
-                                                 const unsigned long long* s2, unsigned s2_limbs, std::uint64_t n) {
+FASTREDUCE_HOST_DEVICE double variance_numerator_of_digits(const std::uint32_t (&a)[kMomentDigits / 2],
+                                                           const std::uint32_t (&b)[kMomentDigits], std::uint64_t n) {
   constexpr int D = kMomentDigits;
-  std::uint32_t a[D / 2] = {};  // |S1|, units of 2^-149
-  for (unsigned j = 0; j < s1_limbs && j < unsigned(D / 2); ++j) a[j] = static_cast<std::uint32_t>(s1[j]);
   std::uint32_t square[D] = {};  // S1^2, units of 2^-298
   for (int i = 0; i < D / 2; ++i) {
     std::uint64_t carry = 0;
@@ -416,13 +415,6 @@ FASTREDUCE_HOST_DEVICE double variance_numerator(const unsigned long long* s1, u
       carry = t >> 32;
     }
     square[i + D / 2] = static_cast<std::uint32_t>(carry);
-  }
-  // S2 in units of 2^-298: 2^-298 = 2^(-1074 + 776), 776 = 24 * 32 + 8.
-  std::uint32_t b[D] = {};
-  for (int j = 0; j < D; ++j) {
-    const unsigned lo = 24 + j, hi = 25 + j;
-    const std::uint64_t low = lo < s2_limbs ? s2[lo] : 0, high = hi < s2_limbs ? s2[hi] : 0;
-    b[j] = static_cast<std::uint32_t>((low >> 8) | (high << 24));
   }
   // n S2 (n below 2^40: two 32-bit digits), minus S1^2.
   std::uint32_t numerator[D] = {};
@@ -453,6 +445,91 @@ FASTREDUCE_HOST_DEVICE double variance_numerator(const unsigned long long* s1, u
   m |= (sticky || ((d0 << lz) & 0xFFFFFFFFull) != 0) ? 1 : 0;
   const int scale = -298 + 32 * (top - 1) - lz;
   return double_from_bits(round_scaled<kDoubleFormat>(m, scale, false));
+}
+
+// The numerator from the exact sums' limbs (exact_variance_finish_kernel, detail/repro_path.cuh):
+// s1, |S1| as normalised limbs (each below 2^32) in units of 2^-149, limb j of weight 2^(32 j),
+// s1_limbs of them; s2, S2 in units of 2^-1074 (s2_limbs).
+FASTREDUCE_HOST_DEVICE double variance_numerator(const unsigned long long* s1, unsigned s1_limbs,
+                                                 const unsigned long long* s2, unsigned s2_limbs, std::uint64_t n) {
+  constexpr int D = kMomentDigits;
+  std::uint32_t a[D / 2] = {};  // |S1|, units of 2^-149
+  for (unsigned j = 0; j < s1_limbs && j < unsigned(D / 2); ++j) a[j] = static_cast<std::uint32_t>(s1[j]);
+  // S2 in units of 2^-298: 2^-298 = 2^(-1074 + 776), 776 = 24 * 32 + 8.
+  std::uint32_t b[D] = {};
+  for (int j = 0; j < D; ++j) {
+    const unsigned lo = 24 + j, hi = 25 + j;
+    const std::uint64_t low = lo < s2_limbs ? s2[lo] : 0, high = hi < s2_limbs ? s2[hi] : 0;
+    b[j] = static_cast<std::uint32_t>((low >> 8) | (high << 24));
+  }
+  return variance_numerator_of_digits(a, b, n);
+}
+
+// Adds x, a finite double that is a whole multiple of 2^unit, to the two's complement integer of N
+// 32-bit digits (least significant first) that counts units of 2^unit. The sum must fit.
+template <int N>
+FASTREDUCE_HOST_DEVICE void add_to_digits(std::uint32_t (&digits)[N], double x, int unit) {
+  const std::uint64_t bits = double_bits(x);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  std::uint64_t m = bits & ((std::uint64_t(1) << 52) - 1);
+  if (biased != 0) m |= std::uint64_t(1) << 52;
+  if (m == 0) return;
+  int shift = (biased != 0 ? biased - 1075 : -1074) - unit;
+  if (shift < 0) {  // bits under the unit are zero (x is a multiple of it)
+    m >>= -shift;
+    shift = 0;
+  }
+  const int q = shift / 32, r = shift % 32;
+  const std::uint64_t low = m << r, high = r != 0 ? m >> (64 - r) : 0;
+  const std::int64_t parts[3] = {static_cast<std::int64_t>(low & 0xFFFFFFFFull), static_cast<std::int64_t>(low >> 32),
+                                 static_cast<std::int64_t>(high)};
+  const bool negative = (bits >> 63) != 0;
+  std::int64_t carry = 0;
+  for (int j = q; j < N; ++j) {
+    const std::int64_t part = j - q < 3 ? parts[j - q] : 0;
+    const std::int64_t t = std::int64_t(digits[j]) + (negative ? -part : part) + carry;
+    digits[j] = static_cast<std::uint32_t>(t);
+    carry = t >> 32;  // arithmetic shift: floor division by 2^32 (a borrow is -1)
+    if (j - q >= 2 && carry == 0) break;
+  }
+}
+
+// The numerator from exact pairs (VarianceCheck, detail/exact_axis.cuh): S1 = s1 + e1 exactly (a
+// sum of float, half or bfloat16 values: a multiple of 2^-149), S2 = s2 + e2 (their squares: a
+// multiple of 2^-298), each pair finite, of a row of n < 2^32 elements.
+FASTREDUCE_HOST_DEVICE double variance_numerator_of_pairs(double s1, double e1, double s2, double e2, std::uint64_t n) {
+  constexpr int D = kMomentDigits;
+  std::uint32_t a[D / 2] = {};
+  add_to_digits(a, s1, -149);
+  add_to_digits(a, e1, -149);
+  if ((a[D / 2 - 1] >> 31) != 0) {  // negative: the magnitude is the two's complement
+    std::uint64_t carry = 1;
+    for (int j = 0; j < D / 2; ++j) {
+      const std::uint64_t t = std::uint64_t(~a[j]) + carry;
+      a[j] = static_cast<std::uint32_t>(t);
+      carry = t >> 32;
+    }
+  }
+  std::uint32_t b[D] = {};
+  add_to_digits(b, s2, -298);
+  add_to_digits(b, e2, -298);
+  return variance_numerator_of_digits(a, b, n);
+}
+
+// The variance from its numerator (N 2^-298 rounded to double, n elements): divided by n, then by
+// n - correction, each correctly rounded; the standard deviation (root) its square root in double.
+// NaN where n <= correction.
+FASTREDUCE_HOST_DEVICE double variance_from_numerator(double numerator, std::uint64_t n, std::int64_t correction,
+                                                      bool root) {
+  const double divisor = static_cast<double>(static_cast<std::int64_t>(n) - correction);
+  if (!(divisor > 0.0)) return quiet_nan();
+#if defined(__CUDA_ARCH__)
+  const double v = __ddiv_rn(__ddiv_rn(numerator, static_cast<double>(n)), divisor);
+  return root ? __dsqrt_rn(v) : v;
+#else
+  const double v = numerator / static_cast<double>(n) / divisor;
+  return root ? std::sqrt(v) : v;
+#endif
 }
 
 }  // namespace fastreduce::primitives

@@ -80,7 +80,8 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
   static constexpr bool kMapPath = false;
   unsigned* failed = nullptr;  // set (to 1) by project() where an output failed the check
 
-  static ExactCheck with(unsigned* failed, std::size_t length) {
+  template <class R>
+  static ExactCheck with(unsigned* failed, std::size_t length, const R&) {
     ExactCheck c{};
     c.failed = failed;
     if constexpr (primitives::kDividesBy<Op>) c.length = static_cast<double>(length);
@@ -213,18 +214,31 @@ __device__ __forceinline__ bool output_is_nan(const A* out, std::size_t i, primi
 
 inline constexpr unsigned kFixupThreads = 256;
 
-// The fix-ups' loop: once `failed` is set, a warp per NaN output (is_nan(q)) adds the output's
-// terms (term(i), i the offset of each of its elements from the input's start) into a row of exact
-// limbs (format A) with shared-memory atomics, and store(q, limbs, special, lane) rounds it once.
-// Launched after the main kernels (a dependent launch where the GPU has them).
-template <class A, class IsNan, class Term, class Store>
-__device__ __forceinline__ void fix_nan_outputs(const ExactFixupArgs& args, IsNan&& is_nan, Term&& term, Store&& store) {
-  using primitives::ExactSum;
+// A warp's row of exact limbs (format A) and its flags per warp of a fix-up block, in shared
+// memory: cleared, then added to by all the warp's lanes at once with shared-memory atomics.
+template <class A>
+struct FixupRows {
+  static constexpr unsigned kWarps = kFixupThreads / 32;
+  long long limbs[kWarps][primitives::ExactSum<A>::kLimbs];
+  unsigned specials[kWarps];
+  __device__ __forceinline__ void clear(unsigned warp, unsigned lane) {
+#pragma unroll
+    for (unsigned k = 0; k < primitives::ExactSum<A>::K; ++k) limbs[warp][lane + 32 * k] = 0;
+    if (lane == 0) specials[warp] = 0;
+  }
+  __device__ __forceinline__ void add(unsigned warp, double x) {
+    primitives::atomic_add_exact<A>(limbs[warp], &specials[warp], x);
+  }
+};
+
+// The fix-ups' loop: once `failed` is set, a warp per NaN output (is_nan(q)) clears its rows
+// (clear(warp, lane)), adds the output's elements (add(warp, i), i the offset of each from the
+// input's start) and rounds them once (store(q, warp, lane)). Launched after the main kernels (a
+// dependent launch where the GPU has them).
+template <class IsNan, class Clear, class Add, class Store>
+__device__ __forceinline__ void fix_nan_outputs(const ExactFixupArgs& args, IsNan&& is_nan, Clear&& clear, Add&& add,
+                                                Store&& store) {
   constexpr unsigned kWarps = kFixupThreads / 32;
-  constexpr unsigned W = ExactSum<A>::kLimbs;
-  constexpr unsigned K = ExactSum<A>::K;
-  __shared__ long long limbs[kWarps][W];
-  __shared__ unsigned specials[kWarps];
   primitives::wait_for_prior_grid();
   if (__ldcg(args.failed) == 0) return;
   const unsigned lane = threadIdx.x % 32;
@@ -235,19 +249,14 @@ __device__ __forceinline__ void fix_nan_outputs(const ExactFixupArgs& args, IsNa
     const bool redo = mine < args.outputs && is_nan(mine);
     for (unsigned mask = __ballot_sync(primitives::kFullMask, redo); mask != 0; mask &= mask - 1) {
       const std::size_t q = base + static_cast<unsigned>(__ffs(mask) - 1);
-#pragma unroll
-      for (unsigned k = 0; k < K; ++k) limbs[warp][lane + 32 * k] = 0;
-      if (lane == 0) specials[warp] = 0;
+      clear(warp, lane);
       __syncwarp();
       const std::int64_t first = static_cast<std::int64_t>(q / args.inner) * args.outer_stride +
                                  static_cast<std::int64_t>(q % args.inner) * args.inner_stride;
-      for (std::size_t k = lane; k < args.length; k += 32) {
-        primitives::atomic_add_exact<A>(limbs[warp], &specials[warp],
-                                        term(first + static_cast<std::int64_t>(k) * args.length_stride));
-      }
+      for (std::size_t k = lane; k < args.length; k += 32) add(warp, first + static_cast<std::int64_t>(k) * args.length_stride);
       __syncwarp();
-      store(q, limbs[warp], specials[warp], lane);
-      __syncwarp();  // the row is read before the next output clears it
+      store(q, warp, lane);
+      __syncwarp();  // the rows are read before the next output clears them
     }
   }
 }
@@ -258,13 +267,16 @@ __device__ __forceinline__ void fix_nan_outputs(const ExactFixupArgs& args, IsNa
 template <class T, primitives::ExactOp Op = primitives::ExactOp::Sum>
 __global__ void __launch_bounds__(kFixupThreads) exact_fixup_kernel(const T* in, acc_t<T, Sum>* out,
                                                                      ExactFixupArgs args) {
-  fix_nan_outputs<acc_t<T, Sum>>(
+  __shared__ FixupRows<acc_t<T, Sum>> rows;
+  fix_nan_outputs(
       args, [&](std::size_t i) { return output_is_nan(out, i, args.result); },
-      [&](std::int64_t at) {
-        return primitives::to_acc<double>(primitives::magnitude_if<primitives::kMagnitudesOf<Op>>(in[at]));
+      [&](unsigned warp, unsigned lane) { rows.clear(warp, lane); },
+      [&](unsigned warp, std::int64_t at) {
+        rows.add(warp, primitives::to_acc<double>(primitives::magnitude_if<primitives::kMagnitudesOf<Op>>(in[at])));
       },
-      [&](std::size_t q, long long* limbs, unsigned special, unsigned lane) {
-        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(out, q, args.result, limbs, special, lane, args.length);
+      [&](std::size_t q, unsigned warp, unsigned lane) {
+        primitives::store_limb_row<T, primitives::kDividesBy<Op>>(out, q, args.result, rows.limbs[warp],
+                                                                 rows.specials[warp], lane, args.length);
       });
 }
 
@@ -297,7 +309,8 @@ struct TermCheck {
   static constexpr bool kMapPath = false;
   unsigned* failed = nullptr;
 
-  static TermCheck with(unsigned* failed, std::size_t /*length*/) {  // (ExactCheck's signature)
+  template <class R>
+  static TermCheck with(unsigned* failed, std::size_t /*length*/, const R&) {  // (ExactCheck's signature)
     TermCheck c{};
     c.failed = failed;
     return c;
@@ -349,15 +362,121 @@ struct TermCheck {
 template <class T, LaneTerm Term, class O>
 __global__ void __launch_bounds__(kFixupThreads) term_fixup_kernel(const T* in, const T* in2, O* out,
                                                                     ExactFixupArgs args) {
-  fix_nan_outputs<double>(
+  __shared__ FixupRows<double> rows;
+  fix_nan_outputs(
       args, [&](std::size_t i) { return output_is_nan(reinterpret_cast<const float*>(out), i, args.result); },
-      [&](std::int64_t at) {
+      [&](unsigned warp, unsigned lane) { rows.clear(warp, lane); },
+      [&](unsigned warp, std::int64_t at) {
         const T x = in[at];
-        if constexpr (Term == LaneTerm::Square) return lane_value<LaneTerm::Square>(x, x);
-        else return lane_value<LaneTerm::Product>(x, in2[at]);
+        if constexpr (Term == LaneTerm::Square) rows.add(warp, lane_value<LaneTerm::Square>(x, x));
+        else rows.add(warp, lane_value<LaneTerm::Product>(x, in2[at]));
       },
-      [&](std::size_t q, long long* limbs, unsigned special, unsigned lane) {
-        store_term_row<Term>(out, q, limbs, special, lane);
+      [&](std::size_t q, unsigned warp, unsigned lane) {
+        store_term_row<Term>(out, q, rows.limbs[warp], rows.specials[warp], lane);
+      });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The variance and standard deviation of float, half and bfloat16 inputs along axes of up to
+// kExactCheckMaxLength<double> elements (both modes, whose bits are one): ExactCheck's way with two
+// CheckedPairs, the elements' sum S1 and their squares' S2 (each square exact in double). Where
+// both stay exact, the finish is the 1-D one on the same exact integers: N = n S2 - S1^2 rounded
+// once to double (variance_numerator_of_pairs, the digits of variance_numerator), then the fixed
+// divisions and root (variance_from_numerator) and one rounding into O. A row whose check fails
+// (wide data, infinity, NaN) is written as NaN, sets the flag, and is recomputed by
+// variance_fixup_kernel from exact limbs. (NaN for n <= correction is written without the flag;
+// recomputed, where the flag is set for another row, to NaN again.)
+struct MomentPairs {
+  primitives::CheckedPair s1, s2;
+};
+
+template <class T, class O>
+struct VarianceCheck {
+  using Input = T;
+  using Input2 = NoInput;
+  using State = MomentPairs;
+  using Acc = State;
+  using Partial = State;
+  using Out = O;
+  static constexpr bool commutative = true;
+  static constexpr unsigned folds = 2;
+  static constexpr bool order_independent = true;
+  static constexpr unsigned kWarpRowsMinBlocks = 4;
+  static constexpr std::size_t kTileRowMaxBytes = kAxisPolicy.tile_row_max_bytes;
+  static constexpr bool kMapPath = false;
+  unsigned* failed = nullptr;
+  std::uint64_t length = 0;
+  std::int64_t correction = 0;
+  bool root = false;
+
+  template <class R>
+  static VarianceCheck with(unsigned* failed, std::size_t length, const R& red) {
+    VarianceCheck c{};
+    c.failed = failed;
+    c.length = length;
+    c.correction = red.finish.correction;
+    c.root = red.finish.root;
+    return c;
+  }
+  __device__ __forceinline__ VarianceCheck at(const T*) const { return *this; }
+  __host__ __device__ __forceinline__ State identity() const { return {{0.0, 0.0}, {0.0, 0.0}}; }
+  __device__ __forceinline__ State start() const { return identity(); }
+  __device__ __forceinline__ State add(const State& s, const T& x) const {
+    const double d = static_cast<double>(primitives::to_acc<float>(x));
+    return {primitives::checked_pair_add(s.s1, d), primitives::checked_pair_add(s.s2, lane_value<LaneTerm::Square>(x, x))};
+  }
+  __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const { return add(s, x); }
+  template <unsigned V>
+  __device__ __forceinline__ State fold_vec(State s, const primitives::Vec<T, V>& v, std::size_t) const {
+#pragma unroll
+    for (unsigned k = 0; k < V; ++k) s = add(s, v.elem[k]);
+    return s;
+  }
+  __device__ __forceinline__ State value(const State& s) const { return s; }
+  __device__ __forceinline__ State combine(const State& a, const State& b) const {
+    return {primitives::checked_pair_join(a.s1, b.s1), primitives::checked_pair_join(a.s2, b.s2)};
+  }
+  __host__ __device__ __forceinline__ State partial(const State& a) const { return a; }
+  __device__ __forceinline__ State merge(const State& a, const State& b) const { return combine(a, b); }
+  __host__ __device__ __forceinline__ State partial_identity() const { return identity(); }
+  __device__ __forceinline__ O project(const State& p) const {
+    if (isnan(p.s1.error) || isnan(p.s2.error)) {
+      atomicOr(failed, 1u);
+      return primitives::narrow_double<O>(primitives::quiet_nan());
+    }
+    if (!(static_cast<std::int64_t>(length) - correction > 0)) return primitives::narrow_double<O>(primitives::quiet_nan());
+    const double numerator =
+        primitives::variance_numerator_of_pairs(p.s1.sum, p.s1.error, p.s2.sum, p.s2.error, length);
+    return primitives::narrow_double<O>(primitives::variance_from_numerator(numerator, length, correction, root));
+  }
+};
+
+// Recomputes every NaN output of a VarianceCheck launch (fix_nan_outputs): its elements into the
+// exact Sum's limbs and their squares into the double format's, finished by variance_of_sums.
+template <class T, class O>
+__global__ void __launch_bounds__(kFixupThreads) variance_fixup_kernel(const T* in, O* out, ExactFixupArgs args,
+                                                                        std::int64_t correction, bool root) {
+  __shared__ FixupRows<float> sums;
+  __shared__ FixupRows<double> squares;
+  fix_nan_outputs(
+      args, [&](std::size_t i) { return output_is_nan(reinterpret_cast<const float*>(out), i, args.result); },
+      [&](unsigned warp, unsigned lane) {
+        sums.clear(warp, lane);
+        squares.clear(warp, lane);
+      },
+      [&](unsigned warp, std::int64_t at) {
+        const T x = in[at];
+        sums.add(warp, static_cast<double>(primitives::to_acc<float>(x)));
+        squares.add(warp, lane_value<LaneTerm::Square>(x, x));
+      },
+      [&](std::size_t q, unsigned warp, unsigned lane) {
+        primitives::normalize_limb_row<float>(sums.limbs[warp], lane);  // (its sign: S1^2 has none)
+        primitives::normalize_limb_row<double>(squares.limbs[warp], lane);
+        if (lane == 0) {
+          out[q] = variance_of_sums<O>(reinterpret_cast<const unsigned long long*>(sums.limbs[warp]),
+                                       reinterpret_cast<const unsigned long long*>(squares.limbs[warp]),
+                                       sums.specials[warp] | squares.specials[warp], args.length, correction, root);
+        }
       });
 }
 

@@ -174,7 +174,7 @@ template <class R>
 inline constexpr bool kTermSum = kLaneTermOf<R> != LaneTerm::Element;
 // Reductions they serve from the exact sums of the elements and of their squares: the family's
 // variance and standard deviation of float, half and bfloat16 inputs (specialised in
-// stat_reductions.cuh), on one contiguous output.
+// stat_reductions.cuh): the 1-D reduce and every axis, not segments.
 template <class R>
 inline constexpr bool kVarianceSum = false;
 

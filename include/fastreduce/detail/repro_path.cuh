@@ -641,7 +641,7 @@ __global__ void __launch_bounds__(kReproThreads) exact_terms_finish_kernel(const
 }
 
 // The variance and standard deviation of float, half and bfloat16 inputs (Mode::Exact and
-// Mode::Reproducible, one contiguous output): the exact sums S1 = sum x (the exact Sum's lanes and
+// Mode::Reproducible, one contiguous output; along an axis: exact_axis.cuh and axis_repro.cuh): the exact sums S1 = sum x (the exact Sum's lanes and
 // rows) and S2 = sum x^2 (the squares' exact double lanes and rows), both from one pass over the
 // input; then, in one thread, N = n S2 - S1^2 exactly in integers (units of 2^-298, below which no
 // square of these types has a bit), N rounded once to double, divided by n and then by
@@ -710,9 +710,24 @@ __global__ void __launch_bounds__(kReproThreads, 2) exact_moments_kernel(MomentA
                               args.square_rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<double>);
 }
 
+// The variance (root: the standard deviation) of n elements from their exact sums, as one thread
+// computes it: |S1| (normalised limbs of the exact Sum's format) and S2 (of the double format),
+// `special` the flags of both; NaN where an element is NaN or infinite, or n <= correction. The
+// double result (variance_from_numerator) rounded once into Out (float, or half or bfloat16).
+template <class Out>
+__device__ __forceinline__ Out variance_of_sums(const unsigned long long* s1, const unsigned long long* s2,
+                                                unsigned special, std::uint64_t n, std::int64_t correction, bool root) {
+  double v = primitives::quiet_nan();
+  if (special == 0) {
+    const double numerator = primitives::variance_numerator(s1, primitives::ExactSum<float>::kLimbs, s2,
+                                                            primitives::ExactSum<double>::kLimbs, n);
+    v = primitives::variance_from_numerator(numerator, n, correction, root);
+  }
+  return primitives::narrow_double<Out>(v);
+}
+
 // One block, after the pass: the variance (root: the standard deviation) of the n elements
-// whose rows these are, into *out (float, or half or bfloat16). NaN for n <= correction, or where
-// any element is NaN or infinite.
+// whose rows these are, into *out (float, or half or bfloat16).
 template <class Out = float>
 __global__ void __launch_bounds__(kReproThreads) exact_variance_finish_kernel(const unsigned long long* sum_rows,
                                                                               const unsigned long long* square_rows,
@@ -725,16 +740,7 @@ __global__ void __launch_bounds__(kReproThreads) exact_variance_finish_kernel(co
   const primitives::ExactTotal<double> s2 =
       primitives::gather_exact_rows<double, kReproThreads / 32>(square_rows, count, squares);
   if (s1.limbs == nullptr || threadIdx.x != 0) return;
-  const double divisor = static_cast<double>(static_cast<std::int64_t>(n) - correction);
-  double v;
-  if (s1.special != 0 || s2.special != 0 || !(divisor > 0.0)) {
-    v = __longlong_as_double(0x7FF8000000000000ll);  // NaN
-  } else {
-    const double numerator = primitives::variance_numerator(s1.limbs, primitives::ExactSum<float>::kLimbs, s2.limbs,
-                                                            primitives::ExactSum<double>::kLimbs, n);
-    v = __ddiv_rn(__ddiv_rn(numerator, static_cast<double>(n)), divisor);
-  }
-  *out = primitives::narrow_double<Out>(root ? __dsqrt_rn(v) : v);
+  *out = variance_of_sums<Out>(s1.limbs, s2.limbs, s1.special | s2.special, n, correction, root);
 }
 
 }  // namespace fastreduce::engine

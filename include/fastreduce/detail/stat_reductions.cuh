@@ -120,7 +120,7 @@ struct MomentsReduction {
 template <class O>
 struct VarianceOf;
 // Mode::Reproducible and Mode::Exact: the variance and standard deviation of float, half and
-// bfloat16 inputs from the exact sums of the elements and of their squares, 1-D.
+// bfloat16 inputs from the exact sums of the elements and of their squares, 1-D and along axes.
 template <class T>
 inline constexpr bool kVarianceSum<MomentsReduction<T, VarianceOf<stat_t<T>>>> =
     std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
