@@ -223,13 +223,7 @@ __global__ void __launch_bounds__(kReproThreads) repro_variance_finish_kernel(Va
   for (std::size_t q = std::size_t(blockIdx.x) * kWarps + warp; q < args.outputs; q += std::size_t(gridDim.x) * kWarps) {
     unsigned special = add_pieces<float>(args.sums, q, args.sum_chunks, sums[warp], lane);
     special |= add_pieces<double>(args.squares, q, args.square_chunks, squares[warp], lane);
-    primitives::normalize_limb_row<float>(sums[warp], lane);  // (its sign: S1^2 has none)
-    primitives::normalize_limb_row<double>(squares[warp], lane);
-    if (lane == 0) {
-      args.out[q] = variance_of_sums<O>(reinterpret_cast<const unsigned long long*>(sums[warp]),
-                                        reinterpret_cast<const unsigned long long*>(squares[warp]), special,
-                                        args.length, args.correction, args.root);
-    }
+    store_variance_rows(args.out, q, sums[warp], squares[warp], special, args.length, args.correction, args.root, lane);
     __syncwarp();
   }
 }

@@ -452,7 +452,7 @@ struct VarianceCheck {
 };
 
 // Recomputes every NaN output of a VarianceCheck launch (fix_nan_outputs): its elements into the
-// exact Sum's limbs and their squares into the double format's, finished by variance_of_sums.
+// exact Sum's limbs and their squares into the double format's, finished by store_variance_rows.
 template <class T, class O>
 __global__ void __launch_bounds__(kFixupThreads) variance_fixup_kernel(const T* in, O* out, ExactFixupArgs args,
                                                                         std::int64_t correction, bool root) {
@@ -470,13 +470,8 @@ __global__ void __launch_bounds__(kFixupThreads) variance_fixup_kernel(const T* 
         squares.add(warp, lane_value<LaneTerm::Square>(x, x));
       },
       [&](std::size_t q, unsigned warp, unsigned lane) {
-        primitives::normalize_limb_row<float>(sums.limbs[warp], lane);  // (its sign: S1^2 has none)
-        primitives::normalize_limb_row<double>(squares.limbs[warp], lane);
-        if (lane == 0) {
-          out[q] = variance_of_sums<O>(reinterpret_cast<const unsigned long long*>(sums.limbs[warp]),
-                                       reinterpret_cast<const unsigned long long*>(squares.limbs[warp]),
-                                       sums.specials[warp] | squares.specials[warp], args.length, correction, root);
-        }
+        store_variance_rows(out, q, sums.limbs[warp], squares.limbs[warp], sums.specials[warp] | squares.specials[warp],
+                            args.length, correction, root, lane);
       });
 }
 

@@ -726,6 +726,21 @@ __device__ __forceinline__ Out variance_of_sums(const unsigned long long* s1, co
   return primitives::narrow_double<Out>(v);
 }
 
+// One warp: the rows of S1 and S2 of an output (in shared memory, signed limbs not carried yet; the
+// flags of both in `special`) normalised in place and finished into out[q] (variance_of_sums), as
+// store_term_row finishes the L2 norm's and dot product's rows.
+template <class Out>
+__device__ __forceinline__ void store_variance_rows(Out* out, std::size_t q, long long* sums, long long* squares,
+                                                    unsigned special, std::uint64_t n, std::int64_t correction,
+                                                    bool root, unsigned lane) {
+  primitives::normalize_limb_row<float>(sums, lane);  // (its sign: S1^2 has none)
+  primitives::normalize_limb_row<double>(squares, lane);
+  if (lane == 0) {
+    out[q] = variance_of_sums<Out>(reinterpret_cast<const unsigned long long*>(sums),
+                                   reinterpret_cast<const unsigned long long*>(squares), special, n, correction, root);
+  }
+}
+
 // One block, after the pass: the variance (root: the standard deviation) of the n elements
 // whose rows these are, into *out (float, or half or bfloat16).
 template <class Out = float>
