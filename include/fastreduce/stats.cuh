@@ -38,11 +38,10 @@
 // ulp of the correctly rounded norm; the bits a function of the data alone); the dot product of
 // float, half and bfloat16 inputs on every shape, both modes alike: the exact sum of the products
 // (each exact in double) rounded once to float (correctly rounded); the variance and standard
-// deviation of float, half and bfloat16 inputs in the 1-D reduce and along every axis, both modes
-// alike: each output's n sum x^2 - (sum x)^2 from the exact sums, in integers, rounded once to
-// double, divided by n and then by n - correction in double (std: its square root in double),
-// rounded to float (within an ulp of the correctly rounded value). The others (the variance over
-// segments, and these of doubles) are refused (cudaErrorNotSupported).
+// deviation of float, half and bfloat16 inputs on every shape, both modes alike: each output's
+// n sum x^2 - (sum x)^2 from the exact sums, in integers, rounded once to double, divided by n and
+// then by n - correction in double (std: its square root in double), rounded to float (within an
+// ulp of the correctly rounded value). These of doubles are refused (cudaErrorNotSupported).
 #pragma once
 
 #include <cmath>

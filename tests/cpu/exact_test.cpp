@@ -949,6 +949,64 @@ TEST(ExactArith, VarianceNumeratorIsNTimesS2MinusS1SquaredRoundedOnce) {
 // sums' limbs (big integers here: |S1| in units of 2^-149, S2 in units of 2^-298): the same N
 // rounded once; and so must variance_from_numerator's steps then agree. Rows of either sign of S1,
 // sums that cancel and data of every exponent (which mostly fail the check) included.
+// variance_numerator_filter: where it decides, N rounded once (against MomentLimbs' big
+// integers); it decides nearly every case of moderate cancellation, and defers ties and
+// near-ties to the digits, which round them to even. Pairs of every scale and sign, S2 from
+// S1^2 / n times 1 + 2^-k (k up to 44: the leading bits cancel).
+TEST(ExactArith, VarianceFilterDecidesOrDefersToTheDigits) {
+  SEED_TRACE("VarianceFilter");
+  std::mt19937_64 rng(seed);
+  auto add_signed = [](BigNatural& plus, BigNatural& minus, double v, int unit) {
+    if (v == 0.0) return;
+    int e = 0;
+    const double f = std::frexp(std::fabs(v), &e);
+    (v > 0 ? plus : minus).add(static_cast<std::uint64_t>(std::ldexp(f, 53)), e - 53 - unit);
+  };
+  auto sign = [&] { return rng() % 2 ? 1.0 : -1.0; };
+  std::size_t cases = 0, decided = 0;
+  for (int c = 0; c < 20000; ++c) {
+    const std::uint64_t n = 1 + rng() % 4096;
+    const double s1 = std::ldexp(double((rng() >> 11) | (1ull << 52)), int(rng() % 230) - 149) * sign();
+    const double e1 = rng() % 3 == 0 ? 0.0 : std::ldexp(double(rng() >> 40), -149 + int(rng() % 40)) * sign();
+    const double s2 = s1 * s1 / double(n) * (1.0 + std::ldexp(1.0, -int(rng() % 45)));
+    const double e2 = rng() % 3 == 0 ? 0.0 : std::ldexp(double(rng() >> 34), -298 + int(rng() % 60)) * sign();
+    BigNatural p1, m1, p2, m2;
+    add_signed(p1, m1, s1, -149);
+    add_signed(p1, m1, e1, -149);
+    add_signed(p2, m2, s2, -298);
+    add_signed(p2, m2, e2, -298);
+    if (p2.less(m2)) continue;
+    const BigNatural a = p1.less(m1) ? m1.minus(p1) : p1.minus(m1);
+    const BigNatural b = p2.minus(m2);
+    if (b.times(n).less(a.times(a))) continue;  // (n S2 >= S1^2 for any data)
+    ++cases;
+    const double want = MomentLimbs(a, b).numerator(n);
+    const double got = prim::variance_numerator_filter(s1, e1, s2, e2, n);
+    if (!std::isnan(got)) {
+      ++decided;
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want))
+          << "case " << c << std::hexfloat << ": " << s1 << " + " << e1 << ", " << s2 << " + " << e2 << ", n " << n;
+    }
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(prim::variance_numerator_of_pairs(s1, e1, s2, e2, n)),
+              std::bit_cast<std::uint64_t>(want));
+  }
+  EXPECT_GT(cases, 15000u);
+  EXPECT_GT(decided, cases * 9 / 10);
+  // N = 1 + 2^-53, a tie of doubles, and 2^-105 above it: the terms' sum is exact, so one IEEE
+  // addition rounds it (to even; up). 1 + 2^-53 - 2^-200 (e1^2 = 2^-200, which the errors' double
+  // cannot hold beside 2^-53): within the window of the tie, deferred, and rounded down by the digits.
+  EXPECT_EQ(prim::variance_numerator_filter(0.0, 0.0, 1.0, 0x1p-53, 1), 1.0);
+  EXPECT_EQ(prim::variance_numerator_filter(0.0, 0.0, 1.0, 0x1p-53 + 0x1p-105, 1), 1.0 + 0x1p-52);
+  EXPECT_EQ(prim::variance_numerator_of_pairs(0.0, 0.0, 1.0, 0x1p-53 - 0x1p-106, 1), 1.0);
+  EXPECT_EQ(prim::variance_numerator_of_pairs(0.0, 0.0, 3.0, 0x1p-52, 1), 3.0);  // 3 + 2^-52: a tie, to even
+  EXPECT_TRUE(std::isnan(prim::variance_numerator_filter(0.0, 0x1p-100, 1.0, 0x1p-53, 1)));
+  EXPECT_EQ(prim::variance_numerator_of_pairs(0.0, 0x1p-100, 1.0, 0x1p-53, 1), 1.0);
+  EXPECT_EQ(prim::variance_numerator_of_pairs(0.0, 0x1p-100, 1.0 + 0x1p-52, 0x1p-53, 1), 1.0 + 0x1p-52);
+  // Decided: 2 * 5 - 3^2 = 1; and a constant row (N = 0 exactly, every term zero).
+  EXPECT_EQ(prim::variance_numerator_filter(3.0, 0.0, 5.0, 0.0, 2), 1.0);
+  EXPECT_EQ(prim::variance_numerator_filter(0.0, 0.0, 0.0, 0.0, 7), 0.0);
+}
+
 TEST(ExactArith, VarianceOfExactPairsIsTheVarianceOfTheLimbs) {
   SEED_TRACE("VarianceCheck");
   std::mt19937_64 rng(seed);

@@ -187,6 +187,7 @@ void check_l1(int kind) {
     std::vector<Shape> shapes = {
         {{2053, 1, 1}, 0},     {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},        {{300, 256, 1}, 0},
         {{37, kMax, 1}, 0},    {{5, kMax + 1, 1}, 0},  {{2, 70001, 1}, 1},        {{3, 5, 100}, 0},
+        {{200, 3000, 1}, 1},   {{3, 2000, 50}, 0},  // (float-valued: the wide check)
         {{3, 4099, 32}, 0},    {{2, 1000, 33}, 0},     {{1, n / 3, 3}, 0},
         {{1, 300, 200, fr::Axis::kContiguous, 1, 300}, 0},
         {{1, 300, 200, fr::Axis::kContiguous, -200, -1}, 299 * 200 + 199},
@@ -1133,6 +1134,45 @@ TEST(ExactOps, Bfloat16VarianceIsRoundedFromTheExactSums) { check_variance_every
 
 namespace {
 
+// The variance (correction 1) and standard deviation (correction 0) of each segment [begin[k],
+// end[k]) of x (dx on the device), in both modes and with every resident block and with 3: the 1-D
+// exact result of the segment's own elements (reference_variance).
+template <class T>
+void check_variance_segments(const std::vector<T>& x, const DeviceBuffer<T>& dx, const std::vector<std::int64_t>& begin,
+                             const std::vector<std::int64_t>& end, const std::string& what) {
+  const std::size_t count = begin.size();
+  DeviceBuffer<std::int64_t> d_begin(count), d_end(count);
+  CUDA_OK(cudaMemcpy(d_begin.get(), begin.data(), count * 8, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_end.get(), end.data(), count * 8, cudaMemcpyHostToDevice));
+  std::vector<float> want_var(count), want_std(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t length = std::size_t(std::max<std::int64_t>(end[k] - begin[k], 0));
+    want_var[k] = reference_variance(x.data() + begin[k], length, 1, false);
+    want_std[k] = reference_variance(x.data() + begin[k], length, 0, true);
+  }
+  for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
+    for (unsigned max_blocks : {0u, 3u}) {
+      const fr::Options opt{.mode = mode, .max_blocks = max_blocks};
+      const std::int64_t *b = d_begin.get(), *e = d_end.get();
+      const std::vector<float> var = run_call<float>(count, [&](void* temp, std::size_t& bytes, float* out) {
+        return fr::reduce_segments_async(temp, bytes, dx.get(), out, count, b, e, fr::Var{1}, 0, opt);
+      });
+      const std::vector<float> sd = run_call<float>(count, [&](void* temp, std::size_t& bytes, float* out) {
+        return fr::reduce_segments_async(temp, bytes, dx.get(), out, count, b, e, fr::Std{0}, 0, opt);
+      });
+      int failures = 0;
+      for (std::size_t k = 0; k < count; ++k) {
+        if ((!same_result(var[k], want_var[k]) || !same_result(sd[k], want_std[k])) && ++failures <= 3) {
+          ADD_FAILURE() << what << ", " << mode_name(mode) << ", max_blocks " << max_blocks << ": segment " << k
+                        << " of length " << std::max<std::int64_t>(end[k] - begin[k], 0) << std::hexfloat << ": var "
+                        << var[k] << " (expected " << want_var[k] << "), std " << sd[k] << " (expected " << want_std[k]
+                        << ")";
+        }
+      }
+    }
+  }
+}
+
 // The variance and standard deviation along axes: every output must be the 1-D exact result of its
 // own elements (reference_variance, the big integers above), in both modes, with every resident
 // block and with 3: short rows and columns (the fast paths with VarianceCheck, and its fix-up for
@@ -1181,6 +1221,19 @@ void check_variance_axes(int kind) {
       }
     }
   }
+  // Segments: 300 of power-law lengths up to 2^20 (cut among warps, joined), then 20,000 short ones
+  // (each within one warp's run), every 29th reversed (empty: NaN), lengths 0 and 1 (NaN with
+  // correction 1) among them.
+  const Segments segs(n, test_seed() + 570 + std::uint64_t(kind));
+  check_variance_segments(x, dx, segs.begin, segs.end, what + ", power-law segments");
+  std::mt19937_64 rng(test_seed() + 580 + std::uint64_t(kind));
+  std::vector<std::int64_t> begin(20000), end(20000);
+  for (std::size_t k = 0; k < begin.size(); ++k) {
+    const std::size_t length = rng() % 40;
+    begin[k] = std::int64_t(rng() % (n - length));
+    end[k] = k % 29 == 3 ? begin[k] - 1 : begin[k] + std::int64_t(length);
+  }
+  check_variance_segments(x, dx, begin, end, what + ", short segments");
   // Rows of 1 and 2 elements with correction 2: NaN (n <= correction), beside rows of 3 that are not.
   for (std::size_t length : {std::size_t(1), std::size_t(2), std::size_t(3)}) {
     const fr::Axis axis{7, length, 1};
@@ -1324,8 +1377,23 @@ void check_narrowed(int kind) {
   // Along an axis (the exact check's short rows, the exact lanes' long ones, columns, a strided view;
   // the L2 norm in both modes, with TermCheck up to 4096 elements and the exact lanes beyond; the
   // variance and standard deviation, with VarianceCheck and the two passes beyond).
-  for (const fr::Axis& axis : {fr::Axis{1000, 33, 1}, fr::Axis{5, 20000, 1}, fr::Axis{3, 2053, 32},
+  // The Sum in T along axes too (fr::reduce_axis_async into T*), the exact sum rounded once into T.
+  for (const fr::Axis& axis : {fr::Axis{1000, 33, 1}, fr::Axis{40, 1500, 1}, fr::Axis{5, 20000, 1}, fr::Axis{3, 2053, 32},
                                fr::Axis{1, 300, 200, fr::Axis::kContiguous, 1, 300}}) {
+    const std::size_t outputs = axis.outer * axis.inner;
+    std::vector<double> sums(outputs);
+    {
+      DeviceBuffer<T> out(outputs);
+      out.poison();
+      const fr::Options opt{.mode = fr::Mode::Exact};
+      std::size_t bytes = 0;
+      EXPECT_EQ(fr::reduce_axis_async(nullptr, bytes, dx.get(), out.get(), axis, fr::Sum{}, 0, opt), cudaSuccess);
+      DeviceBuffer<char> temp(bytes);
+      EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, dx.get(), out.get(), axis, fr::Sum{}, 0, opt), cudaSuccess);
+      std::vector<T> h(outputs);
+      CUDA_OK(cudaMemcpy(h.data(), out.get(), outputs * sizeof(T), cudaMemcpyDeviceToHost));
+      for (std::size_t k = 0; k < outputs; ++k) sums[k] = static_cast<double>(static_cast<float>(h[k]));
+    }
     const std::vector<double> means = narrowed_call(dx.get(), axis, mean, fr::Mode::Exact);
     const std::vector<double> norms = narrowed_call(dx.get(), axis, l1, fr::Mode::Exact);
     const std::vector<double> exact_l2 = narrowed_call(dx.get(), axis, l2, fr::Mode::Exact);
@@ -1340,17 +1408,19 @@ void check_narrowed(int kind) {
         const std::size_t k = o * axis.inner + i;
         const std::vector<T> e = axis_elements(x, 0, axis, o, i);
         const std::vector<T> em = magnitudes(e);
+        const double want_sum = fr::reference::exact_rounded<T>(e.data(), e.size());
         const double want_mean = fr::reference::exact_mean_rounded<T>(e.data(), e.size());
         const double want_l1 = fr::reference::exact_rounded<T>(em.data(), em.size());
         const double want_l2 = narrow(std::sqrt(reference_sum_of_squares(e.data(), e.size())));
         const double want_var = narrow(reference_variance_double(e.data(), e.size(), 1, false));
         const double want_std = narrow(reference_variance_double(e.data(), e.size(), 0, true));
-        if ((!same_result(means[k], want_mean) || !same_result(norms[k], want_l1) ||
+        if ((!same_result(sums[k], want_sum) || !same_result(means[k], want_mean) || !same_result(norms[k], want_l1) ||
              !same_result(exact_l2[k], want_l2) || !same_result(repro_l2[k], want_l2) ||
              !same_result(vars[k], want_var) || !same_result(stds[k], want_std)) &&
             ++failures <= 3) {
           ADD_FAILURE() << what << ": output (" << o << ", " << i << ") of " << axis.outer << " x " << axis.length
-                        << " x " << axis.inner << std::hexfloat << ": mean " << means[k] << " (exact " << want_mean
+                        << " x " << axis.inner << std::hexfloat << ": sum " << sums[k] << " (exact " << want_sum
+                        << "), mean " << means[k] << " (exact " << want_mean
                         << "), L1 " << norms[k] << " (exact " << want_l1 << "), L2 " << exact_l2[k] << " and "
                         << repro_l2[k] << " (expected " << want_l2 << "), var " << vars[k] << " (expected " << want_var
                         << "), std " << stds[k] << " (expected " << want_std << ")";
@@ -1439,14 +1509,11 @@ void check_narrowed_every_data_set() {
 TEST(ExactOps, HalfStatisticsInTheirOwnTypeAreRoundedOnce) { check_narrowed_every_data_set<__half>(); }
 TEST(ExactOps, Bfloat16StatisticsInTheirOwnTypeAreRoundedOnce) { check_narrowed_every_data_set<__nv_bfloat16>(); }
 
-// The exact variance has no segmented form, and doubles have no exact variance: refused in both
-// modes before anything is written, the message naming the shapes that have it; the same segments
-// in fast mode run.
-TEST(ExactOps, VarianceOverSegmentsAndOfDoublesIsRefused) {
+// Doubles have no exact variance: refused in both modes (1-D, along an axis, over segments) before
+// anything is written, the message naming the types that have it; the same call in fast mode runs.
+TEST(ExactOps, DoubleVarianceIsRefused) {
   FASTREDUCE_REQUIRE_GPU();
-  DeviceBuffer<float> x(1000);
   DeviceBuffer<double> dx(1000);
-  CUDA_OK(cudaMemset(x.get(), 0, 1000 * sizeof(float)));
   CUDA_OK(cudaMemset(dx.get(), 0, 1000 * sizeof(double)));
   DeviceBuffer<std::int64_t> offsets(3);
   const std::int64_t host_offsets[3] = {0, 400, 1000};
@@ -1455,40 +1522,32 @@ TEST(ExactOps, VarianceOverSegmentsAndOfDoublesIsRefused) {
   const std::int64_t *b = offsets.get(), *e = offsets.get() + 1;
   for (fr::Mode mode : {fr::Mode::Exact, fr::Mode::Reproducible}) {
     const fr::Options opt{.mode = mode};
-    DeviceBuffer<float> out(4);
     DeviceBuffer<double> dout(2);
-    out.poison();
     dout.poison();
     std::size_t bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, b, e, fr::Var{1}, 0, opt),
-              cudaErrorNotSupported);
-    bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, b, e, fr::Std{1}, 0, opt),
-              cudaErrorNotSupported);
-    bytes = 1 << 20;
     EXPECT_EQ(fr::reduce_async(temp.get(), bytes, dx.get(), dout.get(), 1000, fr::Var{1}, 0, opt), cudaErrorNotSupported);
     bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, dx.get(), dout.get(), fr::Axis{2, 500, 1}, fr::Var{1}, 0, opt),
+    EXPECT_EQ(fr::reduce_axis_async(temp.get(), bytes, dx.get(), dout.get(), fr::Axis{2, 500, 1}, fr::Std{1}, 0, opt),
+              cudaErrorNotSupported);
+    bytes = 1 << 20;
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, dx.get(), dout.get(), 2, b, e, fr::Var{1}, 0, opt),
               cudaErrorNotSupported);
     const char* message = nullptr;
     bytes = 0;
-    const auto var = fr::reduction_of(std::type_identity<float>{}, fr::Var{1});
+    const auto var = fr::reduction_of(std::type_identity<double>{}, fr::Var{1});
     EXPECT_EQ((eng::reduce_segments_async_impl<std::remove_cvref_t<decltype(var)>, std::int64_t>(
-                  nullptr, bytes, {x.get()}, out.get(), 2, b, e, var, 0, opt, &message)),
+                  nullptr, bytes, {dx.get()}, dout.get(), 2, b, e, var, 0, opt, &message)),
               cudaErrorNotSupported);
     ASSERT_NE(message, nullptr);
-    EXPECT_NE(std::string(message).find("the variance and standard deviation have this mode in the 1-D reduce and "
-                                        "along an axis, not over segments"),
-              std::string::npos)
+    EXPECT_NE(std::string(message).find("variance and standard deviation of float, half and bfloat16"), std::string::npos)
         << message;
     CUDA_OK(cudaDeviceSynchronize());
-    for (float v : copy_back<float>(out, 4)) EXPECT_EQ(std::bit_cast<std::uint32_t>(v), 0xA5A5A5A5u) << "written";
     for (double v : copy_back<double>(dout, 2)) EXPECT_EQ(std::bit_cast<std::uint64_t>(v), 0xA5A5A5A5A5A5A5A5ull) << "written";
     bytes = 1 << 20;
-    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, x.get(), out.get(), 2, b, e, fr::Var{1}, 0, fr::Options{}),
+    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, dx.get(), dout.get(), 2, b, e, fr::Var{1}, 0, fr::Options{}),
               cudaSuccess);
     CUDA_OK(cudaDeviceSynchronize());
-    EXPECT_EQ(copy_back<float>(out, 2)[0], 0.0f) << "the fast call";
+    EXPECT_EQ(copy_back<double>(dout, 2)[0], 0.0) << "the fast call";
   }
 }
 

@@ -230,14 +230,16 @@ void check_every_axis_layout() {
     const std::size_t n = q ? 1500000 : 3000000;
     const std::vector<T> host = exact_data<T>(kind, n, test_seed());
     const char* what = kExactDataSets[kind];
-    // Rows: short (one warp each), and long (a block each, in pieces).
-    for (std::size_t length : {std::size_t(1), std::size_t(3), std::size_t(33), std::size_t(4097), std::size_t(70001)}) {
+    // Rows: short (one warp each; past 1024 float-valued ones with the wide check), and long (a
+    // block each, in pieces).
+    for (std::size_t length : {std::size_t(1), std::size_t(3), std::size_t(33), std::size_t(1500), std::size_t(4096),
+                               std::size_t(4097), std::size_t(70001)}) {
       check_axis(host, 0, fr::Axis{std::min<std::size_t>(n / length, 257), length, 1}, what);
     }
     check_axis(host, 1, fr::Axis{2, n / 2 - 1, 1}, what);  // two long rows, misaligned
     // Columns: few and many, short and long (pieces), a column of one.
     for (std::size_t inner : {std::size_t(2), std::size_t(3), std::size_t(32), std::size_t(100)}) {
-      for (std::size_t length : {std::size_t(5), std::size_t(4099)}) {
+      for (std::size_t length : {std::size_t(5), std::size_t(2000), std::size_t(4099)}) {
         check_axis(host, 0, fr::Axis{3, length, inner}, what);
       }
     }
@@ -266,7 +268,8 @@ void check_short_axes() {
   FASTREDUCE_REQUIRE_GPU();
   namespace eng = fastreduce::engine;
   using A = Acc<T>;
-  constexpr std::size_t kMax = eng::kExactCheckMaxLength<A>;
+  constexpr std::size_t kMax = eng::kExactWideCheckMaxLength;  // float-valued sums past 1024: the wide check
+  constexpr std::size_t kNarrowMax = eng::kExactCheckMaxLength<A>;
   std::mt19937_64 rng(test_seed());
   // Values that make a row fail the check: one huge value among the rest (half cannot hold one
   // large enough: a half row's exact sum always fits a double), infinity and NaN.
@@ -283,6 +286,8 @@ void check_short_axes() {
       {fr::Axis{4099, 100, 1}, true},  // enough rows of over 256 bytes for a warp per row
       {fr::Axis{257, 256, 1}, true},        {fr::Axis{37, kMax, 1}, true},       {fr::Axis{5, kMax + 1, 1}, false},
       {fr::Axis{3, 5, 100}, true},          {fr::Axis{2, 1000, 33}, true},       {fr::Axis{1, 300, 7, fr::Axis::kContiguous, 1, 300}, true},
+      {fr::Axis{40, kNarrowMax, 1}, true},  {fr::Axis{40, kNarrowMax + 1, 1}, kNarrowMax < kMax},
+      {fr::Axis{300, 2000, 1}, true},       {fr::Axis{2, 3000, 40}, true},       {fr::Axis{1, 2000, 9, fr::Axis::kContiguous, 1, 2000}, true},
   };
   for (const Shape& shape : shapes) {
     const fr::Axis& axis = shape.axis;
@@ -391,6 +396,92 @@ TEST(Exact, LengthOneGivesTheOneDimensionalBits) {
   check_length_one<double>();
   check_length_one<__half>();
   check_length_one<__nv_bfloat16>();
+}
+
+namespace {
+
+// Rows and columns of 1025 to 4096 elements (float-valued sums: ExactCheck's wide form, a pair
+// rounded through off_midpoint) holding the placed values and zeros: eight outputs, each with the
+// values at its own positions, as rows (8 x length) and as columns (length x 8), against the exact
+// reference of its elements, in the accumulator's type and (half and bfloat16) in T's own.
+template <class T>
+void check_placed_along_wide_axes(const std::vector<double>& values) {
+  namespace eng = fastreduce::engine;
+  for (std::size_t length : {std::size_t(1025), std::size_t(3001), eng::kExactWideCheckMaxLength}) {
+    constexpr std::size_t kOutputs = 8;
+    std::vector<T> rows(kOutputs * length, T(0.0f)), columns(kOutputs * length, T(0.0f));
+    for (std::size_t q = 0; q < kOutputs; ++q) {
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const std::size_t k = (i * (37 * q + 101) + 13 * q) % length;  // distinct for these lengths and sizes
+        rows[q * length + k] = static_cast<T>(values[i]);
+        columns[k * kOutputs + q] = static_cast<T>(values[i]);
+      }
+    }
+    for (const bool as_rows : {true, false}) {
+      const std::vector<T>& host = as_rows ? rows : columns;
+      const fr::Axis axis = as_rows ? fr::Axis{kOutputs, length, 1} : fr::Axis{1, length, kOutputs};
+      eng::AxisPlan plan{};
+      DeviceBuffer<T> in(host.size());
+      CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+      ASSERT_EQ((eng::describe_axis<fr::storage_t<T>, fr::Sum>(reinterpret_cast<const fr::storage_t<T>*>(in.get()), axis,
+                                                               kExact, plan)),
+                cudaSuccess);
+      EXPECT_TRUE(plan.path != eng::AxisPath::ReproRows && plan.path != eng::AxisPath::ReproColumns)
+          << eng::axis_path_name(plan.path) << " for " << length;
+      check_axis(host, 0, axis, as_rows ? "placed values, rows" : "placed values, columns");
+      if constexpr (sizeof(T) == 2) {
+        DeviceBuffer<T> out(kOutputs);
+        out.poison();
+        std::size_t bytes = 0;
+        ASSERT_EQ(fr::reduce_axis_async(nullptr, bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact), cudaSuccess);
+        DeviceBuffer<char> temp(bytes);
+        ASSERT_EQ(fr::reduce_axis_async(temp.get(), bytes, in.get(), out.get(), axis, fr::Sum{}, 0, kExact), cudaSuccess);
+        std::vector<T> got(kOutputs);
+        CUDA_OK(cudaMemcpy(got.data(), out.get(), kOutputs * sizeof(T), cudaMemcpyDeviceToHost));
+        for (std::size_t q = 0; q < kOutputs; ++q) {
+          const std::vector<T> e(rows.begin() + std::ptrdiff_t(q * length), rows.begin() + std::ptrdiff_t((q + 1) * length));
+          const double expected = fr::reference::exact_rounded<T>(e.data(), length);
+          const double value = static_cast<double>(static_cast<float>(got[q]));
+          EXPECT_TRUE(same_result(value, expected) || (std::isnan(value) && std::isnan(expected)))
+              << (as_rows ? "rows" : "columns") << " of " << length << ", output " << q << " in its own type"
+              << std::hexfloat << ": got " << value << ", exact rounded " << expected;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Ties of the result type, sticky bits far below them (which a pair holds in its error, and which
+// a plain rounding of the pair's sum would lose), infinities and NaN, along the wide check's axes.
+TEST(Exact, PlacedValuesAlongWideAxesAreRoundedOnce) {
+  FASTREDUCE_REQUIRE_GPU();
+  const double inf = INFINITY;
+  for (const auto& c : std::vector<std::vector<double>>{{1.0, 0x1p-24},  // a tie: to even
+                                                        {1.0, 0x1p-24, 0x1p-60},  // above it, by 2^-60: up
+                                                        {-1.0, -0x1p-24, -0x1p-60},
+                                                        {1.0, 0x1p-24, -0x1p-60},  // below it: down
+                                                        {1.0, 0x1p-24, 0x1p-60, -0x1p-60},
+                                                        {1.0, -1.0, 0x1p-149},
+                                                        {3e38, 3e38, -3e38},
+                                                        {3e38, 3e38},
+                                                        {inf, 1.0},
+                                                        {inf, -inf},
+                                                        {NAN, 1.0}}) {
+    check_placed_along_wide_axes<float>(c);
+  }
+  for (const auto& c : std::vector<std::vector<double>>{{1.0, 0x1p-8},  // a bfloat16 tie: to even (exact in float)
+                                                        {1.0, 0x1p-8, 0x1p-80},  // up in bfloat16
+                                                        {1.0, 0x1p-8, -0x1p-80},  // down in bfloat16
+                                                        {1.0, 0x1p-24, 0x1p-80},  // a float tie, up
+                                                        {3e38, 3e38},
+                                                        {inf, -inf}}) {
+    check_placed_along_wide_axes<__nv_bfloat16>(c);
+  }
+  for (const auto& c : std::vector<std::vector<double>>{{2048.0, 1.0}, {2048.0, 1.0, 0x1p-24}, {65504.0, 65504.0}}) {
+    check_placed_along_wide_axes<__half>(c);
+  }
 }
 
 TEST(Exact, FloatShortAxesTakeTheFastPaths) { check_short_axes<float>(); }

@@ -577,8 +577,8 @@ TEST(Family, ReproducibleModeAndBadArguments) {
   const auto a = fr::reduce(d.buffer.get(), n, fr::ArgMax{}), b = fr::reduce(d.buffer.get(), n, fr::ArgMax{}, repro);
   EXPECT_EQ(a.index, b.index);
   EXPECT_EQ(fr::reduce(d.buffer.get(), n, fr::NormInf{}, repro), fr::reduce(d.buffer.get(), n, fr::NormInf{}));
-  // The variance has it along an axis too (tests/gpu/exact_ops_test.cu holds it to the exact sums'
-  // fixed rounding), with Mode::Exact's bits, near fast mode's; over segments, refused, nothing written.
+  // The variance has it along an axis and over segments too (tests/gpu/exact_ops_test.cu holds it to
+  // the exact sums' fixed rounding), with Mode::Exact's bits, near fast mode's.
   DeviceBuffer<float> out(4);
   out.poison();
   const float poison = read_back(out.get());
@@ -600,9 +600,23 @@ TEST(Family, ReproducibleModeAndBadArguments) {
     DeviceBuffer<std::int64_t> offsets(3);
     const std::int64_t host_offsets[3] = {0, 400, 1000};
     CUDA_OK(cudaMemcpy(offsets.get(), host_offsets, sizeof(host_offsets), cudaMemcpyHostToDevice));
-    EXPECT_EQ(fr::reduce_segments_async(temp.get(), bytes, d.buffer.get(), out.get(), 2, offsets.get(),
-                                        offsets.get() + 1, fr::Var{}, 0, repro),
-              cudaErrorNotSupported);
+    DeviceBuffer<float> vars(6);
+    const fr::Options modes[3] = {repro, fr::Options{.mode = fr::Mode::Exact}, fr::Options{}};
+    for (int m = 0; m < 3; ++m) {
+      std::size_t need = 0;
+      ASSERT_EQ(fr::reduce_segments_async(nullptr, need, d.buffer.get(), vars.get(), 2, offsets.get(), offsets.get() + 1,
+                                          fr::Var{}, 0, modes[m]),
+                cudaSuccess);
+      DeviceBuffer<char> storage(need);  // (the exact modes' rows of limbs: a head and a tail a warp of the grid)
+      EXPECT_EQ(fr::reduce_segments_async(storage.get(), need, d.buffer.get(), vars.get() + 2 * m, 2, offsets.get(),
+                                          offsets.get() + 1, fr::Var{}, 0, modes[m]),
+                cudaSuccess);
+    }
+    const std::vector<float> v = host_copy(vars.get(), 6);
+    for (int q = 0; q < 2; ++q) {
+      EXPECT_TRUE(same_bits(v[q], v[2 + q])) << q;
+      EXPECT_NEAR(v[q], v[4 + q], 1e-6 * v[4 + q]) << q;
+    }
   }
   // The L2 norm has it on every shape, with Mode::Exact's bits (tests/gpu/exact_ops_test.cu holds
   // both to the exact sum of squares), near fast mode's.

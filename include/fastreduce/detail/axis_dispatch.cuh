@@ -126,7 +126,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   auto fail = [&](cudaError_t e, const char* text) { return planning_error(message, e, text); };
   if (const char* error = resolve_axis(axis, out.layout); error != nullptr) return fail(cudaErrorInvalidValue, error);
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, false); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
   if constexpr (kVarianceSum<R>) {
     // (Along an axis the exact variance is plan_exact_check's and plan_variance_axis's; here only
     // the 1-D reduce of one contiguous output.)
@@ -382,21 +382,29 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
 }
 
 // The checked reduction that serves R on the fast paths: ExactCheck for the sums, TermCheck for the
-// L2 norm and dot product; its inputs.
+// L2 norm and dot product, VarianceCheck for the variance; its inputs. `type` takes axes of up to
+// kMaxLength elements, `wide` those past it up to kWideMaxLength (the same type but for the
+// float-valued sums and L1 norms, whose wide form keeps a CheckedPair).
 template <class R>
 struct CheckFor;
 template <class R>
   requires is_exact_sum_v<R>
 struct CheckFor<R> {
+  using A = acc_t<typename R::Input, Sum>;
+  static constexpr bool kHasWide = !std::is_same_v<A, double> && !primitives::kDividesBy<kExactOpOf<R>>;
   using type = ExactCheck<typename R::Input, typename R::Out, kExactOpOf<R>>;
-  static constexpr std::size_t kMaxLength = kExactCheckMaxLength<acc_t<typename R::Input, Sum>>;
+  using wide = std::conditional_t<kHasWide, ExactCheck<typename R::Input, typename R::Out, kExactOpOf<R>, true>, type>;
+  static constexpr std::size_t kMaxLength = kExactCheckMaxLength<A>;
+  static constexpr std::size_t kWideMaxLength = kHasWide ? kExactWideCheckMaxLength : kMaxLength;
   static inputs_t<type> inputs(const inputs_t<R>& in) { return {in.x}; }
 };
 template <class R>
   requires kTermSum<R>
 struct CheckFor<R> {
   using type = TermCheck<typename R::Input, kLaneTermOf<R>, typename R::Out>;
+  using wide = type;
   static constexpr std::size_t kMaxLength = kExactCheckMaxLength<double>;  // a CheckedPair, as doubles'
+  static constexpr std::size_t kWideMaxLength = kMaxLength;
   static inputs_t<type> inputs(const inputs_t<R>& in) {
     if constexpr (two_inputs_v<R>) return {in.x, in.y};
     else return {in.x};
@@ -406,9 +414,21 @@ template <class R>
   requires kVarianceSum<R>
 struct CheckFor<R> {
   using type = VarianceCheck<typename R::Input, typename R::Out>;
+  using wide = type;
   static constexpr std::size_t kMaxLength = kExactCheckMaxLength<double>;  // CheckedPairs, as doubles'
+  static constexpr std::size_t kWideMaxLength = kMaxLength;
   static inputs_t<type> inputs(const inputs_t<R>& in) { return {in.x}; }
 };
+
+// f.template operator()<C>() with C the checked reduction of R for an axis of `length` elements.
+template <class R, class F>
+decltype(auto) with_check(std::size_t length, F&& f) {
+  using For = CheckFor<R>;
+  if constexpr (!std::is_same_v<typename For::wide, typename For::type>) {
+    if (length > For::kMaxLength) return f.template operator()<typename For::wide>();
+  }
+  return f.template operator()<typename For::type>();
+}
 
 // Whether R's exact check (CheckFor) serves the options' mode: Mode::Exact, and for the L2 norm,
 // dot product, variance and standard deviation Mode::Reproducible too (their bits are one).
@@ -431,11 +451,13 @@ bool plan_exact_check(const Axis& axis, const inputs_t<R>& in, const Options& op
     if (!exact_check_mode<R>(opt)) return false;
     AxisLayout layout{};
     if (resolve_axis(axis, layout) != nullptr) return false;
-    if ((layout.length == 0 && !kVarianceSum<R>) || layout.length > CheckFor<R>::kMaxLength) return false;
+    if ((layout.length == 0 && !kVarianceSum<R>) || layout.length > CheckFor<R>::kWideMaxLength) return false;
     Options fast = opt;
     fast.mode = Mode::Fast;
-    using C = typename CheckFor<R>::type;
-    if (plan_axis_launch<C>(axis, CheckFor<R>::inputs(in), fast, device, out, nullptr) != cudaSuccess) return false;
+    const cudaError_t planned = with_check<R>(layout.length, [&]<class C>() {
+      return plan_axis_launch<C>(axis, CheckFor<R>::inputs(in), fast, device, out, nullptr);
+    });
+    if (planned != cudaSuccess) return false;
     const AxisPath path = out.plan.path;
     return path != AxisPath::Flat && path != AxisPath::Nothing && (path != AxisPath::Identity || kVarianceSum<R>);
   }
@@ -468,7 +490,7 @@ cudaError_t axis_temp_bytes(const Axis& axis, const inputs_t<R>& in, const Optio
 inline constexpr std::size_t kExactCheckFlagBytes = 256;
 
 // The axis sum planned by plan_exact_check: the flag zeroed, the fast path's kernels with
-// ExactCheck, and the fix-up of the outputs that failed the check.
+// the checked reduction (with_check), and the fix-up of the outputs that failed the check.
 template <class R>
 cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::size_t& temp_bytes, const inputs_t<R>& in,
                                     typename R::Out* d_out, const R& red, cudaStream_t stream, const Options& opt,
@@ -509,8 +531,10 @@ cudaError_t reduce_axis_exact_check(const AxisLaunch& plan, void* d_temp, std::s
   auto* failed = static_cast<unsigned*>(d_temp);
   cudaError_t status = cudaMemsetAsync(failed, 0, sizeof(unsigned), stream);
   if (status == cudaSuccess) {
-    status = launch_axis<C>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, CheckFor<R>::inputs(in), d_out,
-                            C::with(failed, plan.layout.length, red), stream);
+    status = with_check<R>(plan.layout.length, [&]<class Check>() {
+      return launch_axis<Check>(plan, static_cast<char*>(d_temp) + kExactCheckFlagBytes, CheckFor<R>::inputs(in), d_out,
+                                Check::with(failed, plan.layout.length, red), stream);
+    });
   }
   if (status == cudaSuccess && !identity) {
     const AxisLayout& L = plan.layout;
@@ -764,7 +788,7 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, true); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
   const bool exact = repro_sum && opt.mode == Mode::Exact;  // Mode::Exact's lanes
   const int sms = multiprocessors(device);
   SegmentPlan plan{};
@@ -805,6 +829,13 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
       if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (segments)");
       plan = plan_segments(count, primitives::kExactRowWords<double> * sizeof(unsigned long long), scan_bytes, sms,
                            main.blocks_per_sm, opt.max_blocks);
+    } else if constexpr (kVarianceSum<R>) {
+      using O = typename R::Out;
+      cudaError_t e = kernel_facts<exact_variance_segments_kernel<T, Offset, O>, kReproThreads>(device, main);
+      if (e == cudaSuccess) e = kernel_facts<exact_variance_segments_join_kernel<T, Offset, O>, kReproThreads>(device, join);
+      if (e != cudaSuccess) return fail(e, "no kernel image for this GPU (exact variance over segments)");
+      // Two rows of each format per warp of the grid (a head and a tail).
+      plan = plan_segments(count, kVarianceRowBytes, scan_bytes, sms, main.blocks_per_sm, opt.max_blocks);
     }
   } else if constexpr (!R::commutative) {
     const unsigned group = count <= 1024 ? kOrderedThreads : 32;
@@ -898,6 +929,13 @@ cudaError_t reduce_segments_async_impl(void* d_temp, std::size_t& temp_bytes, co
                                                   primitives::ResultType::Acc, y};
         return run(repro_segments_kernel<T, Offset, true, primitives::ExactOp::Sum, kTerm, O>,
                    repro_segments_join_kernel<T, Offset, false, kTerm, O>, args);
+      } else if constexpr (kVarianceSum<R>) {
+        using O = typename R::Out;
+        const VarianceSegmentArgs<T, Offset, O> args{
+            {in.x, d_begin, d_end, count, scan, warps, rows, d_out, primitives::ResultType::Acc},
+            std::int64_t(red.finish.correction),
+            red.finish.root};
+        return run(exact_variance_segments_kernel<T, Offset, O>, exact_variance_segments_join_kernel<T, Offset, O>, args);
       }
       return cudaErrorNotSupported;
     }

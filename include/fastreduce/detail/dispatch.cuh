@@ -191,29 +191,16 @@ inline cudaError_t planning_error(const char** message, cudaError_t e, const cha
 
 // What Mode::Reproducible and Mode::Exact mean for R: the reproducible sum's kernels (`repro_sum`
 // set; with Mode::Exact's lanes for Mode::Exact), the fast ones as they are (a result exact in any
-// order), or cudaErrorNotSupported. `segments`: a segmented reduction, which the exact variance
-// (kVarianceSum) does not have (it has the 1-D reduce and every axis). The exact L2 norm and dot
-// product (kTermSum) take every shape. Both run Mode::Exact's lanes in both modes.
+// order), or cudaErrorNotSupported. The exact L2 norm, dot product (kTermSum), variance and
+// standard deviation (kVarianceSum) take every shape, and run Mode::Exact's lanes in both modes.
 template <class R>
-cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message, bool segments) {
+cudaError_t reproducible_form(const Options& opt, bool& repro_sum, const char** message) {
   repro_sum = false;
   if (opt.mode == Mode::Fast) return cudaSuccess;
   if (opt.mode != Mode::Reproducible && opt.mode != Mode::Exact) {
     return planning_error(message, cudaErrorInvalidValue, "Options::mode is not a Mode");
   }
-  if constexpr (is_exact_sum_v<R>) {
-    repro_sum = true;
-  } else if constexpr (kTermSum<R>) {
-    repro_sum = true;
-  } else if constexpr (kVarianceSum<R>) {
-    if (segments) {
-      return planning_error(message, cudaErrorNotSupported,
-                            opt.mode == Mode::Exact
-                                ? "Mode::Exact: the variance and standard deviation have this mode in the 1-D reduce "
-                                  "and along an axis, not over segments"
-                                : "Mode::Reproducible: the variance and standard deviation have this mode in the 1-D "
-                                  "reduce and along an axis, not over segments");
-    }
+  if constexpr (is_exact_sum_v<R> || kTermSum<R> || kVarianceSum<R>) {
     repro_sum = true;
   } else if constexpr (!R::order_independent) {
     return planning_error(message, cudaErrorNotSupported,
@@ -247,7 +234,7 @@ cudaError_t plan_launch(std::size_t n, const inputs_t<R>& in, const Options& opt
   out.vectors = vectors >= 0 ? vectors == 1 && kVecOf<R> > 1 : vectors_fit<R>(in);
 
   bool repro_sum = false;
-  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message, false); e != cudaSuccess) return e;
+  if (cudaError_t e = reproducible_form<R>(opt, repro_sum, message); e != cudaSuccess) return e;
   if (repro_sum) {
     if (n >= kReproMaxElements) {
       return fail(cudaErrorNotSupported, opt.mode == Mode::Exact ? "Mode::Exact sums at most 2^40 elements"

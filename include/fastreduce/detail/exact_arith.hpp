@@ -497,7 +497,67 @@ FASTREDUCE_HOST_DEVICE void add_to_digits(std::uint32_t (&digits)[N], double x, 
 // The numerator from exact pairs (VarianceCheck, detail/exact_axis.cuh): S1 = s1 + e1 exactly (a
 // sum of float, half or bfloat16 values: a multiple of 2^-149), S2 = s2 + e2 (their squares: a
 // multiple of 2^-298), each pair finite, of a row of n < 2^32 elements.
+// a b as an unevaluated pair: `sum` the rounded product, `error` its exact remainder (by a fused
+// multiply-add; exact where the product neither overflows nor comes within 2^106 of the subnormals).
+FASTREDUCE_HOST_DEVICE TwoSum two_product(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  const double p = __dmul_rn(a, b);
+  return {p, __fma_rn(a, b, -p)};
+#else
+  const double p = a * b;
+  return {p, std::fma(a, b, -p)};
+#endif
+}
+
+// The variance's numerator N = n (s2 + e2) - (s1 + e1)^2 from exact pairs, rounded once to double,
+// by a filter: the ten exact terms (two_product of n s2, n e2, s1^2, 2 s1 e1 and e1^2) summed in
+// double-double (TwoSum, the errors added in double).
+//   - Where every addition of the errors was exact (most rows: few or no errors), hi + lo is N
+//     and one addition rounds it.
+//   - Otherwise hi + lo is within 2^-96 of the terms' magnitudes of N (ten error additions, each
+//     within 2^-53 of a sum of errors that are each within 2^-53 of a partial sum: under 2^-99).
+//     It rounds to r with the exact residual r.error; where that window round r + r.error lies
+//     strictly between the midpoints next to r, r is N rounded.
+//   - Else NaN: the digits decide (ties and near-ties, numerators cancelled to within about 2^-41
+//     of the terms).
+// The pairs of float, half and bfloat16 sums have terms between 2^-404 and 2^316 (no overflow, no
+// remainder lost).
+FASTREDUCE_HOST_DEVICE double variance_numerator_filter(double s1, double e1, double s2, double e2, std::uint64_t n) {
+  const double count = static_cast<double>(n);  // exact: n < 2^53
+  const TwoSum products[5] = {two_product(count, s2), two_product(count, e2), two_product(s1, s1),
+                              two_product(add_rn(s1, s1), e1), two_product(e1, e1)};
+  double hi = 0.0, lo = 0.0, magnitude = 0.0;
+  bool exact = true;  // every addition to lo was exact: hi + lo == N
+  for (int k = 0; k < 5; ++k) {
+    const double terms[2] = {products[k].sum, products[k].error};
+    for (double t : terms) {
+      if (k >= 2) t = -t;
+      const TwoSum u = two_sum(hi, t);
+      hi = u.sum;
+      const double next = add_rn(lo, u.error);
+      exact = exact && sub_rn(next, lo) == u.error && sub_rn(next, u.error) == lo;  // (add_if_exact's test)
+      lo = next;
+      magnitude = add_rn(magnitude, t < 0.0 ? -t : t);
+    }
+  }
+  if (exact) {
+    const double v = add_rn(hi, lo);  // N itself, rounded once
+    return v == 0.0 ? 0.0 : v;        // (+0 for N = 0, as the digits: a row of one value)
+  }
+  const TwoSum r = two_sum(hi, lo);  // r.sum + r.error == hi + lo exactly
+  const std::uint64_t bits = double_bits(r.sum);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  if (biased <= 54 || biased == 0x7FF) return quiet_nan();  // zero, tiny or not finite: the digits
+  // The midpoints next to r: half an ulp away from zero, half (a quarter below a power of two) toward it.
+  const double half = double_from_bits(std::uint64_t(biased - 53) << 52);
+  const double toward_zero = (bits & ((std::uint64_t(1) << 52) - 1)) == 0 ? 0.5 * half : half;
+  const double window = magnitude * 0x1p-96;
+  const double away = (bits >> 63) != 0 ? -r.error : r.error;  // r.error's part away from zero
+  return add_rn(away, window) < half && sub_rn(window, away) < toward_zero ? r.sum : quiet_nan();
+}
+
 FASTREDUCE_HOST_DEVICE double variance_numerator_of_pairs(double s1, double e1, double s2, double e2, std::uint64_t n) {
+  if (const double fast = variance_numerator_filter(s1, e1, s2, e2, n); !(fast != fast)) return fast;  // (NaN: undecided)
   constexpr int D = kMomentDigits;
   std::uint32_t a[D / 2] = {};
   add_to_digits(a, s1, -149);

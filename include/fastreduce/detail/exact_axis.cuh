@@ -2,11 +2,12 @@
 // speed of fast mode's paths for short rows and columns.
 //
 // An exact sum has no order, so it can be any reduction of the engine (detail/reduction.cuh):
-// ExactCheck folds each element into a double with add_if_exact (float, half and bfloat16 inputs)
-// or into an exact pair, a TwoSum running sum and its errors added with add_if_exact (doubles).
-// While every addition is exact, the state *is* the exact sum, and one rounding of it (a
-// conversion to float, round_double into half or bfloat16, or sum + error for doubles) is the
-// correctly rounded result. Where an addition would
+// ExactCheck folds each element into a double with add_if_exact (float, half and bfloat16 inputs
+// up to 1024 elements) or into an exact pair, a TwoSum running sum and its errors added with
+// add_if_exact (doubles, and longer float-valued rows: the Wide form). While every addition is
+// exact, the state *is* the exact sum, and one rounding of it (a conversion to float, round_double
+// into half or bfloat16, sum + error for doubles, the pair's value through off_midpoint for the
+// Wide form) is the correctly rounded result. Where an addition would
 // have rounded (data spread over more than about 2^29 within a float row, over about 2^53 for the
 // errors of a double row, or infinity and NaN), the output is written as NaN and a flag word is
 // set; exact_fixup_kernel then recomputes each NaN output from its elements into exact limbs
@@ -31,16 +32,21 @@
 
 namespace fastreduce::engine {
 
-// The longest rows or columns this way takes. A float-valued row fails the check with a
-// probability of about length^2 / 2^31 on uniform data (an element some 2^29 times smaller than
-// the running sum), so long float rows stay with the exact lanes (axis_repro.cuh), which spill
-// such an element instead of the whole row; a double row's errors fail only for data spread over
-// about 2^53. Rows with infinity or NaN, or data spread that wide, fail whatever their length, and
+// The longest rows or columns this way takes. A float-valued row in one double fails the check
+// with a probability of about length^2 / 2^31 on uniform data (an element some 2^29 times smaller
+// than the running sum), so longer float rows take the CheckedPair state (kExactWideCheckMaxLength
+// below) and, past that, the exact lanes (axis_repro.cuh), which spill such an element instead of
+// the whole row; a pair's errors fail only for data spread over about 2^53. Rows with infinity or NaN, or data spread that wide, fail whatever their length, and
 // the fix-up (a warp per failed output, one element per lane at a time) is slow on long ones: the
 // same bound of 4096 for doubles keeps that cost near the exact lanes'. The bound also keeps the
 // fix-up's limbs far from overflow (a piece below 2^32 per element and limb).
 template <class A>
 inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? 4096 : 1024;
+// Float-valued sums and L1 norms of more elements, up to the doubles' bound, keep the fast paths
+// with ExactCheck's Wide state (a CheckedPair, as doubles'), which fails only for data spread
+// over about 2^53 (or infinity and NaN): per element a TwoSum and a checked addition instead of
+// one checked addition, which pays past 1024 elements, where the single double would fail rows.
+inline constexpr std::size_t kExactWideCheckMaxLength = kExactCheckMaxLength<double>;
 
 // O: the result type, the accumulator's or (half and bfloat16 inputs) T itself. The state is one
 // double for float-valued inputs (add_exact_or_nan) and a CheckedPair for doubles; NaN (in the
@@ -56,14 +62,18 @@ struct CheckDivisor<true> {
   double length = 0;
 };
 
-template <class T, class O = acc_t<T, Sum>, primitives::ExactOp Op = primitives::ExactOp::Sum>
+// Wide: float-valued inputs with the CheckedPair state (rows and columns of more than
+// kExactCheckMaxLength<float> elements; not the mean, whose division is written for the single double).
+template <class T, class O = acc_t<T, Sum>, primitives::ExactOp Op = primitives::ExactOp::Sum, bool Wide = false>
 struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
   using A = acc_t<T, Sum>;
   static constexpr bool Abs = primitives::kMagnitudesOf<Op>;
   static constexpr bool kDouble = std::is_same_v<A, double>;
+  static_assert(!Wide || (!kDouble && !primitives::kDividesBy<Op>), "the Wide state is for float-valued sums and L1 norms");
+  static constexpr bool kPair = kDouble || Wide;  // the state is a CheckedPair
   using Input = T;
   using Input2 = NoInput;
-  using State = std::conditional_t<kDouble, primitives::CheckedPair, double>;
+  using State = std::conditional_t<kPair, primitives::CheckedPair, double>;
   using Acc = State;
   using Partial = State;
   using Out = O;
@@ -73,7 +83,7 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
   // Blocks an SM for the warp-per-row kernel (axis_fast.cuh): the most registers that do not
   // spill (40 for float, 48 for half and bfloat16, 64 for double). A warp per row is latency-bound;
   // on an H100, float rows of 256 took 34 us at 40 registers against 43 us at 62.
-  static constexpr unsigned kWarpRowsMinBlocks = kDouble ? 4 : sizeof(T) == 2 ? 5 : 6;
+  static constexpr unsigned kWarpRowsMinBlocks = kPair ? 4 : sizeof(T) == 2 ? 5 : 6;
   // Rows past the built-in ops' 256 bytes take a warp each, as they were measured; an axis of
   // length 1 never comes here (it runs as fast mode: exact_length_one_as_fast).
   static constexpr std::size_t kTileRowMaxBytes = kAxisPolicy.tile_row_max_bytes;
@@ -90,13 +100,13 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
 
   __device__ __forceinline__ ExactCheck at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ State identity() const {
-    if constexpr (kDouble) return {0.0, 0.0};
+    if constexpr (kPair) return {0.0, 0.0};
     else return 0.0;
   }
   __device__ __forceinline__ State start() const { return identity(); }
   // x added to the state (a magnitude already, for Abs).
   __device__ __forceinline__ State add(const State& s, const T& x) const {
-    if constexpr (kDouble) return primitives::checked_pair_add(s, x);
+    if constexpr (kPair) return primitives::checked_pair_add(s, primitives::to_acc<double>(x));
     else return primitives::add_exact_or_nan(s, primitives::to_acc<double>(x));
   }
   __device__ __forceinline__ State fold(const State& s, const T& x, std::size_t) const {
@@ -117,7 +127,7 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
     return s;
   }
   __device__ __forceinline__ State combine(const State& a, const State& b) const {
-    if constexpr (kDouble) return primitives::checked_pair_join(a, b);
+    if constexpr (kPair) return primitives::checked_pair_join(a, b);
     else return primitives::add_exact_or_nan(a, b);
   }
   __host__ __device__ __forceinline__ State partial(const State& a) const { return a; }
@@ -129,7 +139,7 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
   // be sure of it.
   __device__ __forceinline__ O project(const State& p) const {
     double mark;
-    if constexpr (kDouble) mark = p.error;
+    if constexpr (kPair) mark = p.error;
     else mark = p;
     if constexpr (primitives::kDividesBy<Op>) {
       if (!isnan(mark)) mark = mean_of(p);
@@ -144,9 +154,19 @@ struct ExactCheck : CheckDivisor<primitives::kDividesBy<Op>> {
       else if constexpr (std::is_same_v<O, float>) return __double2float_rn(mark);
       else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(mark));
     } else {
-      if constexpr (kDouble) return primitives::add_rn(p.sum, p.error);
-      else if constexpr (std::is_same_v<O, A>) return __double2float_rn(p);
-      else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p));
+      if constexpr (kDouble) {
+        return primitives::add_rn(p.sum, p.error);
+      } else if constexpr (Wide) {
+        // The pair's exact value rounded once into O (pair_to_float's way, for any format).
+        const primitives::TwoSum t = primitives::two_sum(p.sum, p.error);
+        const double q = primitives::off_midpoint<primitives::kFormatOf<O>>(t.sum, t.error);
+        if constexpr (std::is_same_v<O, A>) return __double2float_rn(q);
+        else return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(q));
+      } else if constexpr (std::is_same_v<O, A>) {
+        return __double2float_rn(p);
+      } else {
+        return primitives::from_bits<O>(primitives::round_double<primitives::kFormatOf<O>>(p));
+      }
     }
   }
 

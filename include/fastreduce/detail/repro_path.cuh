@@ -669,6 +669,25 @@ struct MomentSpill {
   __device__ __forceinline__ void operator()(const double (&pending)[2]) { squares(pending); }
 };
 
+// A warp's tiles (first, first + step, ... below `tiles`) of the variance's two exact sums, each
+// element loaded once (ExactMomentLane): the elements into the lanes' own limbs (lane_exact, as the
+// exact Sum's), their squares into `squares` (spill_row and spill_flags: the warp's row of
+// ExactSum<double>::kLimbs words and its flags word in shared memory, as add_double_tiles').
+template <class T>
+__device__ __forceinline__ void add_moment_tiles(primitives::LaneExact& lane_exact, primitives::ExactSum<double>& squares,
+                                                 const T* in, std::size_t n, std::size_t tiles, std::size_t first,
+                                                 std::size_t step, bool aligned, unsigned lane, long long* spill_row,
+                                                 unsigned* spill_flags) {
+  WarpSpillRow row(spill_row, spill_flags, lane);
+  MomentSpill spill{lane_exact, row};
+  sum_tiles_with<ExactMomentLane, false>(in, in, n, tiles, first, step, aligned, lane, spill,
+                                         [&](ExactMomentLane (&lanes)[2]) {
+                                           lane_exact.add_chains(lanes[0].first.sum, lanes[1].first.sum);
+                                           const ExactDoubleLane of_squares[2] = {lanes[0].second, lanes[1].second};
+                                           add_exact_double_tile(squares, of_squares, lane, row);
+                                         });
+}
+
 // The one pass: each block adds its tiles' elements and their squares exactly, each element loaded
 // once (ExactMomentLane), and stores its two rows: the exact Sum's (float format) and the squares'
 // (double format). The grid is the exact Sum's tile order round the warps, as repro_block_row's.
@@ -695,14 +714,8 @@ __global__ void __launch_bounds__(kReproThreads, 2) exact_moments_kernel(MomentA
   primitives::ExactSum<float> sums;
   primitives::ExactSum<double> squares;
   primitives::LaneExact lane_exact(shared.pass.lane_limbs[warp], lane);
-  WarpSpillRow row(shared.pass.spill_rows[warp], &spill_flags[warp], lane);
-  MomentSpill spill{lane_exact, row};
-  sum_tiles_with<ExactMomentLane, false>(args.x, args.x, args.n, args.tiles, first, step, args.aligned, lane, spill,
-                                         [&](ExactMomentLane (&lanes)[2]) {
-                                           lane_exact.add_chains(lanes[0].first.sum, lanes[1].first.sum);
-                                           const ExactDoubleLane of_squares[2] = {lanes[0].second, lanes[1].second};
-                                           add_exact_double_tile(squares, of_squares, lane, row);
-                                         });
+  add_moment_tiles(lane_exact, squares, args.x, args.n, args.tiles, first, step, args.aligned, lane,
+                   shared.pass.spill_rows[warp], &spill_flags[warp]);
   lane_exact.into(sums);
   __syncthreads();  // every warp is done with shared.pass
   primitives::store_exact_row(sums, shared.store.sums, args.sum_rows + std::size_t(blockIdx.x) * primitives::kExactRowWords<float>);
