@@ -438,8 +438,8 @@ bool exact_check_mode(const Options& opt) {
 }
 
 // Mode::Exact by ExactCheck on the fast paths (detail/exact_axis.cuh): whether it takes this axis
-// sum (rows or columns of 1 to kExactCheckMaxLength elements, not one contiguous output, which is
-// the 1-D sum), and its plan. The L2 norm and dot product, by TermCheck, in both modes (their bits
+// sum (rows or columns of 1 to CheckFor<R>::kWideMaxLength elements, not one contiguous output,
+// which is the 1-D sum), and its plan. The L2 norm and dot product, by TermCheck, in both modes (their bits
 // are one), and the variance and standard deviation by VarianceCheck (axes of length 0 too: NaN in
 // every output, by the identity kernel). Anything it does not take, argument errors included, goes
 // on to the exact lanes' paths.

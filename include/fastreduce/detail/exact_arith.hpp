@@ -494,9 +494,6 @@ FASTREDUCE_HOST_DEVICE void add_to_digits(std::uint32_t (&digits)[N], double x, 
   }
 }
 
-// The numerator from exact pairs (VarianceCheck, detail/exact_axis.cuh): S1 = s1 + e1 exactly (a
-// sum of float, half or bfloat16 values: a multiple of 2^-149), S2 = s2 + e2 (their squares: a
-// multiple of 2^-298), each pair finite, of a row of n < 2^32 elements.
 // a b as an unevaluated pair: `sum` the rounded product, `error` its exact remainder (by a fused
 // multiply-add; exact where the product neither overflows nor comes within 2^106 of the subnormals).
 FASTREDUCE_HOST_DEVICE TwoSum two_product(double a, double b) {
@@ -518,10 +515,10 @@ FASTREDUCE_HOST_DEVICE TwoSum two_product(double a, double b) {
 //     within 2^-53 of a sum of errors that are each within 2^-53 of a partial sum: under 2^-99).
 //     It rounds to r with the exact residual r.error; where that window round r + r.error lies
 //     strictly between the midpoints next to r, r is N rounded.
-//   - Else NaN: the digits decide (ties and near-ties, numerators cancelled to within about 2^-41
+//   - Else NaN: the digits decide (ties and near-ties, numerators cancelled to within about 2^-43
 //     of the terms).
-// The pairs of float, half and bfloat16 sums have terms between 2^-404 and 2^316 (no overflow, no
-// remainder lost).
+// The pairs of float, half and bfloat16 sums (of up to 4096 elements, VarianceCheck's) have terms
+// that are multiples of 2^-298 below 2^281: no overflow, no remainder lost.
 FASTREDUCE_HOST_DEVICE double variance_numerator_filter(double s1, double e1, double s2, double e2, std::uint64_t n) {
   const double count = static_cast<double>(n);  // exact: n < 2^53
   const TwoSum products[5] = {two_product(count, s2), two_product(count, e2), two_product(s1, s1),
@@ -556,6 +553,10 @@ FASTREDUCE_HOST_DEVICE double variance_numerator_filter(double s1, double e1, do
   return add_rn(away, window) < half && sub_rn(window, away) < toward_zero ? r.sum : quiet_nan();
 }
 
+// The numerator from exact pairs (VarianceCheck, detail/exact_axis.cuh): S1 = s1 + e1 exactly (a
+// sum of float, half or bfloat16 values: a multiple of 2^-149), S2 = s2 + e2 (their squares: a
+// multiple of 2^-298), each pair finite, of a row of n < 2^32 elements: the filter's N where it
+// decides, else the digits'.
 FASTREDUCE_HOST_DEVICE double variance_numerator_of_pairs(double s1, double e1, double s2, double e2, std::uint64_t n) {
   if (const double fast = variance_numerator_filter(s1, e1, s2, e2, n); !(fast != fast)) return fast;  // (NaN: undecided)
   constexpr int D = kMomentDigits;

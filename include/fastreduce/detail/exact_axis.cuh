@@ -49,8 +49,8 @@ inline constexpr std::size_t kExactCheckMaxLength = std::is_same_v<A, double> ? 
 inline constexpr std::size_t kExactWideCheckMaxLength = kExactCheckMaxLength<double>;
 
 // O: the result type, the accumulator's or (half and bfloat16 inputs) T itself. The state is one
-// double for float-valued inputs (add_exact_or_nan) and a CheckedPair for doubles; NaN (in the
-// error, for doubles) marks a failed check, so there is no flag beside them: the warp's shuffles
+// double for float-valued inputs (add_exact_or_nan) and a CheckedPair for doubles and the Wide
+// form; NaN (in the error, for pairs) marks a failed check, so there is no flag beside them: the warp's shuffles
 // move two words (four for doubles), and a lane's state fits fewer registers. Op: the sum, the sum
 // of the elements' magnitudes (the L1 norm) or the sum divided by the axis' length (the mean).
 // The mean's divisor, the axis' length: an empty base for the sums (their kernels' arguments stay
