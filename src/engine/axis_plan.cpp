@@ -90,6 +90,7 @@ const char* axis_path_name(AxisPath path) {
     case AxisPath::Identity: return "identity";
     case AxisPath::Flat: return "flat";
     case AxisPath::RowsTile: return "rows-tile";
+    case AxisPath::RowsLanes: return "rows-lanes";
     case AxisPath::RowsWarp: return "rows-warp";
     case AxisPath::RowsBlock: return "rows-block";
     case AxisPath::Columns: return "columns";
@@ -154,6 +155,17 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   return AxisPath::Strided;
 }
 
+bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size) {
+  if (elem_size == 0 || elem_size > 16 || 16 % elem_size != 0 || layout.length == 0) return false;
+  const bool back_to_back = layout.inner == 1 && (layout.length_stride == 1 || layout.length == 1) &&
+                            (layout.outer == 1 || layout.outer_stride == std::int64_t(layout.length));
+  if (!back_to_back) return false;
+  const std::size_t row_bytes = layout.length * elem_size;
+  if (row_bytes < 16) return 16 % row_bytes == 0 && 16 / row_bytes <= 4;  // 2 or 4 rows a vector
+  const std::size_t vectors = row_bytes / 16;
+  return row_bytes % 16 == 0 && vectors <= 64 && (vectors & (vectors - 1)) == 0;
+}
+
 bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool in_aligned) {
   if (elem_size > 8 || 16 % elem_size != 0) return false;
   const std::size_t v = 16 / elem_size;
@@ -188,6 +200,17 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       plan.group = std::min(32u, pow2_floor(std::max<std::size_t>(1, layout.length / per_thread)));
       plan.items = ceil_div(outputs, plan.rows_per_tile);
       plan.grid = grid_for(plan.items, 1, max_blocks);
+      break;
+    }
+    case AxisPath::RowsLanes: {
+      // Warps take runs of 32 * kLanesUnroll vectors; rows that end inside a last partial vector
+      // (rows of part of a vector) are the first block's.
+      const std::size_t row_bytes = layout.length * elem_size;
+      plan.group = row_bytes >= 16 ? static_cast<unsigned>(row_bytes / 16) : 1u;
+      plan.rows_per_tile = row_bytes >= 16 ? 1 : 16 / row_bytes;
+      plan.chunk = outputs * layout.length / v;  // whole vectors
+      plan.items = ceil_div(plan.chunk, std::size_t(32) * kLanesUnroll);
+      plan.grid = grid_for(plan.items, kAxisWarps, max_blocks);
       break;
     }
     case AxisPath::RowsWarp:

@@ -119,6 +119,55 @@ TEST(AxisPlan, ReductionsOtherThanBuiltInOpsTileRowsUpTo1KB) {
             eng::AxisPath::RowsWarp);  // a reduction the tiles cannot stage
 }
 
+// RowsLanes (the built-in ops, input 16-byte aligned): back-to-back rows of 1 to 64 whole vectors
+// (a power of two), or 2 or 4 rows a vector.
+TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
+  auto fits = [](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem); };
+  for (std::size_t length : {1, 2, 4, 8, 16, 32, 64, 128, 256}) EXPECT_TRUE(fits({.outer = 7, .length = length}, 4)) << length;
+  for (std::size_t length : {3, 5, 6, 12, 24, 96, 129, 512, 1000}) EXPECT_FALSE(fits({.outer = 7, .length = length}, 4)) << length;
+  EXPECT_TRUE(fits({.outer = 7, .length = 512}, 2));    // 1 KB: 64 vectors, two a lane
+  EXPECT_FALSE(fits({.outer = 7, .length = 1024}, 2));  // 128 vectors: a warp per row
+  EXPECT_TRUE(fits({.outer = 7, .length = 2}, 2));      // four rows a vector
+  EXPECT_FALSE(fits({.outer = 7, .length = 1}, 2));     // eight: not taken
+  EXPECT_FALSE(fits({.outer = 7, .length = 2}, 1));
+  EXPECT_TRUE(fits({.outer = 7, .length = 4}, 1));
+  EXPECT_TRUE(fits({.outer = 7, .length = 1}, 8));
+  EXPECT_TRUE(fits({.outer = 7, .length = 64}, 8));     // 512 bytes
+  EXPECT_FALSE(fits({.outer = 7, .length = 16}, 3));    // elements that do not fill a vector
+  EXPECT_FALSE(fits({.outer = 7, .length = 0}, 4));
+  // Only rows back to back: no pitch, no columns.
+  EXPECT_FALSE(fits({.outer = 7, .length = 16, .outer_stride = 20}, 4));
+  EXPECT_FALSE(fits({.outer = 7, .length = 16, .outer_stride = -16}, 4));
+  EXPECT_FALSE(fits({.outer = 2, .length = 16, .inner = 3}, 4));
+  EXPECT_FALSE(fits({.outer = 7, .length = 16, .length_stride = 2}, 4));
+  EXPECT_TRUE(fits({.outer = 1, .length = 16}, 4));
+
+  // The plan: lanes a row or rows a vector, whole vectors, a warp per run of 32 * kLanesUnroll.
+  const std::size_t run = 32 * eng::kLanesUnroll;
+  const auto wide = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 100003, .length = 64}), 2, 4, 132, 8, 0, 0);
+  EXPECT_EQ(wide.group, 8u);
+  EXPECT_EQ(wide.rows_per_tile, 1u);
+  EXPECT_EQ(wide.chunk, 100003u * 8);
+  EXPECT_EQ(wide.items, (100003u * 8 + run - 1) / run);
+  EXPECT_EQ(wide.grid, (wide.items + eng::kAxisWarps - 1) / eng::kAxisWarps);
+  EXPECT_FALSE(wide.combine);
+  const auto narrow = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 2053, .length = 1}), 4, 4, 132, 8, 0, 0);
+  EXPECT_EQ(narrow.group, 1u);
+  EXPECT_EQ(narrow.rows_per_tile, 4u);
+  EXPECT_EQ(narrow.chunk, 513u);  // the last row is past the whole vectors
+  EXPECT_EQ(narrow.items, 5u);
+  EXPECT_EQ(narrow.grid, 1u);
+  const auto two = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 1000, .length = 256}), 4, 4, 132, 8, 0, 0);
+  EXPECT_EQ(two.group, 64u);  // two vectors a lane
+  EXPECT_EQ(two.chunk, 64000u);
+  const auto tiny = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 3, .length = 1}), 4, 4, 132, 8, 0, 0);
+  EXPECT_EQ(tiny.chunk, 0u);  // three rows in part of one vector: all of them the first block's
+  EXPECT_EQ(tiny.grid, 1u);
+  EXPECT_EQ(eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = std::size_t(1) << 28, .length = 16}), 4, 4,
+                           132, 8, 100, 0).grid, 100u);  // max_blocks
+  EXPECT_STREQ(eng::axis_path_name(eng::AxisPath::RowsLanes), "rows-lanes");
+}
+
 TEST(AxisPlan, VectorsNeedAlignedRowsOfColumns) {
   EXPECT_TRUE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, true));
   EXPECT_FALSE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, false));

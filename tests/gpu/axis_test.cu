@@ -93,7 +93,7 @@ std::vector<fr::acc_t<T, Op>> run_axis(const T* d_in, const fr::Axis& axis, cons
 // make the result exact (integers, min/max, small whole numbers), else within the error bound
 // of a summation of `length` elements.
 template <class T, class Op>
-void check_axis(const fr::Axis& axis, Distribution dist, std::size_t shift = 0) {
+void check_axis(const fr::Axis& axis, Distribution dist, std::size_t shift = 0, const fr::Options& opt = {}) {
   using A = fr::acc_t<T, Op>;
   const eng::AxisLayout l = layout_of(axis);
   const auto [lo, hi] = reach(l);
@@ -103,7 +103,7 @@ void check_axis(const fr::Axis& axis, Distribution dist, std::size_t shift = 0) 
   ASSERT_EQ(fr::bench::fill_random(buffer.get(), count, test_seed(), dist), cudaSuccess);
   const std::int64_t origin = std::int64_t(shift) - lo;
   const T* d_in = buffer.get() + origin;
-  const auto got = run_axis<T, Op>(d_in, axis);
+  const auto got = run_axis<T, Op>(d_in, axis, opt);
   const auto host = fr::bench::to_host(buffer.get(), count);
   const bool exact = !std::is_floating_point_v<A> || !std::is_same_v<Op, fr::Sum> ||
                      dist == Distribution::SmallIntegers || dist == Distribution::SignedSmallIntegers;
@@ -141,8 +141,9 @@ fr::Axis columns(std::size_t length, std::size_t inner, std::size_t outer = 1) {
 std::vector<fr::Axis> shapes() {
   std::vector<fr::Axis> list;
   const std::vector<std::size_t> lengths =
-      quick() ? std::vector<std::size_t>{0, 1, 2, 31, 33, 64, 65, 4097}
-              : std::vector<std::size_t>{0, 1, 2, 4, 16, 31, 32, 33, 63, 64, 65, 127, 257, 1000, 4096, 4097, 10007};
+      quick() ? std::vector<std::size_t>{0, 1, 2, 31, 33, 64, 65, 128, 4097}
+              : std::vector<std::size_t>{0,  1,  2,   4,   8,   16,  31,   32,   33,   63,   64,
+                                         65, 127, 128, 256, 257, 512, 1000, 4096, 4097, 10007};
   for (std::size_t length : lengths) {
     for (std::size_t outer : {std::size_t(1), std::size_t(3), std::size_t(2053)}) list.push_back(rows(outer, length));
   }
@@ -190,6 +191,28 @@ TEST(Axis, BoolAnd) { check_shapes<bool, fr::BitAnd>(Distribution::Signed); }
 
 // Views: a slice of a larger matrix (row pitch), a transposed matrix, reversed rows, and a
 // general strided view.
+// Rows as one array of vectors (AxisPath::RowsLanes) on a grid far smaller than their runs of 32
+// vectors, so that each warp takes many: every lane count and rows of part of a vector, whole and
+// with rows past the last whole vector; the same shapes off the 16-byte boundary take the other
+// paths.
+TEST(Axis, RowsLanesOnFewBlocks) {
+  FASTREDUCE_REQUIRE_GPU();
+  fr::Options few{};
+  few.max_blocks = 3;
+  for (std::size_t length : {1, 2, 4, 8, 16, 64, 128, 256}) {
+    for (std::size_t outer : {std::size_t(5), std::size_t(100003)}) {
+      check_axis<float, fr::Sum>(rows(outer, length), Distribution::SignedSmallIntegers, 0, few);
+      check_axis<float, fr::Max>(rows(outer, length), Distribution::Signed, 0, few);
+      check_axis<__nv_bfloat16, fr::Sum>(rows(outer, 2 * length), Distribution::SignedSmallIntegers, 0, few);
+      check_axis<__nv_bfloat16, fr::Min>(rows(outer, length), Distribution::Signed, 0, few);
+      check_axis<double, fr::Sum>(rows(outer, (length + 3) / 4), Distribution::SignedSmallIntegers, 0, few);
+      check_axis<std::int8_t, fr::Max>(rows(outer, 4 * length), Distribution::Signed, 0, few);
+      check_axis<float, fr::Sum>(rows(outer, length), Distribution::SignedSmallIntegers, 1, few);
+    }
+  }
+  EXPECT_TRUE(paths_seen().count(eng::AxisPath::RowsLanes));
+}
+
 TEST(Axis, StridedViews) {
   FASTREDUCE_REQUIRE_GPU();
   for (std::size_t length : {std::size_t(1), std::size_t(5), std::size_t(64), std::size_t(1000), std::size_t(20000)}) {
@@ -459,24 +482,39 @@ TEST(Axis, BlockingFormWritesTheOutputs) {
 TEST(Axis, MoreThan2To32Elements) {
   FASTREDUCE_REQUIRE_GPU();
   if (quick()) GTEST_SKIP() << "quick mode";
-  const std::size_t n = (std::size_t(1) << 32) + 10;
+  const std::size_t n = (std::size_t(1) << 32) + 1034;
   DeviceBuffer<std::uint8_t> in(n);
   if (in.get() == nullptr) GTEST_SKIP() << "not enough device memory";
   ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), Distribution::SmallIntegers), cudaSuccess);
   // Two rows of 2^31 + 5: each checked against the 1-D engine.
   const auto by_rows = run_axis<std::uint8_t, fr::Sum>(in.get(), rows(2, n / 2));
   for (int r = 0; r < 2; ++r) EXPECT_EQ(by_rows[r], fr::reduce(in.get() + r * (n / 2), n / 2)) << "row " << r;
-  // Two columns of 2^31 + 5 rows: against the CPU, read back in pieces.
+  // Two columns of 2^31 + 517 rows, and 2^23 + 2 rows of 512 (2^32 + 1024 elements as one array of
+  // vectors): against the CPU, read back in pieces.
   const auto by_columns = run_axis<std::uint8_t, fr::Sum>(in.get(), columns(n / 2, 2));
+  const std::size_t short_rows = n / 512;
+  const auto by_short_rows = run_axis<std::uint8_t, fr::Sum>(in.get(), rows(short_rows, 512));
   std::int64_t want[2] = {0, 0};
+  std::vector<std::int64_t> want_rows(short_rows, 0);
   std::vector<std::uint8_t> host(std::size_t(1) << 28);
   for (std::size_t at = 0; at < n; at += host.size()) {
     const std::size_t count = std::min(host.size(), n - at);
     CUDA_OK(cudaMemcpy(host.data(), in.get() + at, count, cudaMemcpyDeviceToHost));
-    for (std::size_t k = 0; k < count; ++k) want[(at + k) % 2] += host[k];
+    for (std::size_t k = 0; k < count; ++k) {
+      want[(at + k) % 2] += host[k];
+      if ((at + k) / 512 < short_rows) want_rows[(at + k) / 512] += host[k];
+    }
   }
   EXPECT_EQ(by_columns[0], want[0]);
   EXPECT_EQ(by_columns[1], want[1]);
+  ASSERT_EQ(by_short_rows.size(), short_rows);
+  std::size_t bad = 0;
+  for (std::size_t r = 0; r < short_rows && bad < 5; ++r) {
+    if (by_short_rows[r] != want_rows[r]) {
+      ++bad;
+      ADD_FAILURE() << "row of 512 number " << r << ": got " << by_short_rows[r] << " want " << want_rows[r];
+    }
+  }
 }
 
 // The tests above went through every path (run last: gtest runs tests in file order).
@@ -486,7 +524,7 @@ TEST(Axis, ZzEveryPathWasTaken) {
   // Every test, or every Axis test (scripts/gpu-check.sh runs Axis.* in a process of its own).
   if (filter != "*" && filter != "Axis.*" && filter.rfind("-", 0) != 0) GTEST_SKIP() << "a run of selected tests only";
   for (eng::AxisPath path : {eng::AxisPath::Identity, eng::AxisPath::Flat, eng::AxisPath::RowsTile,
-                             eng::AxisPath::RowsWarp, eng::AxisPath::RowsBlock, eng::AxisPath::Columns,
+                             eng::AxisPath::RowsLanes, eng::AxisPath::RowsWarp, eng::AxisPath::RowsBlock, eng::AxisPath::Columns,
                              eng::AxisPath::ColumnsScalar, eng::AxisPath::Strided, eng::AxisPath::ReproRows,
                              eng::AxisPath::ReproColumns}) {
     EXPECT_TRUE(paths_seen().count(path)) << "no test took " << eng::axis_path_name(path);

@@ -413,7 +413,8 @@ TEST(Family, UsersTransformAndOrderedOp) {
 }
 
 // The paths the layouts above are meant to take: an axis of length 1 over adjacent outputs runs
-// the map kernel (not for arg-extremes, nor for the built-in ops), rows up to 1 KB the tiles.
+// the map kernel (not for arg-extremes, nor for the built-in ops, which read such rows as one
+// array of vectors, as they do rows of 2 to 64 whole vectors), rows up to 1 KB the tiles.
 TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
   FASTREDUCE_REQUIRE_GPU();
   DeviceBuffer<float> x(std::size_t(1) << 21);
@@ -436,12 +437,13 @@ TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
     EXPECT_EQ(path(fr::Var{1}, a), P::Map);
     EXPECT_EQ(path(fr::NormL2{}, a), P::Map);
     EXPECT_EQ(path(fr::ArgMax{}, a), P::RowsTile);
-    EXPECT_EQ(path(fr::Sum{}, a), P::RowsTile);
+    EXPECT_EQ(path(fr::Sum{}, a), P::RowsLanes);
   }
   EXPECT_NE(path(fr::Mean{}, {.outer = 2048, .length = 1, .outer_stride = 3}), P::Map);  // outputs apart
   EXPECT_EQ(path(fr::Mean{}, {.outer = 8192, .length = 256}), P::RowsTile);
   EXPECT_EQ(path(fr::ArgMax{}, {.outer = 8192, .length = 200}), P::RowsTile);
-  EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 256}), P::RowsWarp);
+  EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 256}), P::RowsLanes);  // 1 KB: two vectors a lane
+  EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 512}), P::RowsWarp);
 }
 
 // The map kernel with a grid far smaller than its outputs (each thread takes several passes).

@@ -46,10 +46,20 @@ constexpr std::size_t tile_row_max_bytes() {
   else return is_builtin_v<R> ? kAxisPolicy.tile_row_max_bytes : kAxisPolicy.tile_row_max_bytes_family;
 }
 
+// RowsLanes: the built-in ops of one input that fills 16-byte vectors.
+template <class R>
+inline constexpr bool kLanesOk =
+    is_builtin_v<R> && !two_inputs_v<R> && kVecOf<R> * sizeof(typename R::Input) == 16;
+
 template <class R, unsigned V>
 struct AxisKernels {
   static constexpr auto tile() {
     if constexpr (kTileOk<R>) return axis_tile_kernel<R>;
+    else return nullptr;
+  }
+  static constexpr bool lanes_ok = kLanesOk<R> && V == kVecOf<R>;
+  static constexpr auto lanes() {
+    if constexpr (lanes_ok) return axis_lanes_kernel<V, R>;
     else return nullptr;
   }
   static constexpr auto rows_warp = axis_rows_kernel<32, V, R>;
@@ -176,6 +186,13 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         !(K::columns_ok && columns_vectorizable(out.layout, sizeof(T), reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0))) {
       path = AxisPath::ColumnsScalar;
     }
+    // Rows of whole vectors up to 512 bytes, or of part of one, of an aligned input: RowsLanes.
+    if constexpr (K::lanes_ok) {
+      const bool rows_path = path == AxisPath::RowsTile || path == AxisPath::RowsWarp || path == AxisPath::RowsBlock;
+      if (rows_path && reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0 && rows_lanes_fit(out.layout, sizeof(T))) {
+        path = AxisPath::RowsLanes;
+      }
+    }
     KernelFacts main{}, second{};
     cudaError_t status = cudaSuccess;
     bool has_second = false;
@@ -188,6 +205,9 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
       case AxisPath::Identity: status = kernel_facts<K::identity, kAxisThreads>(device, main); break;
       case AxisPath::RowsTile:
         if constexpr (kTileOk<R>) status = kernel_facts<K::tile(), kAxisThreads>(device, main);
+        break;
+      case AxisPath::RowsLanes:
+        if constexpr (K::lanes_ok) status = kernel_facts<K::lanes(), kAxisThreads>(device, main);
         break;
       case AxisPath::RowsWarp: status = kernel_facts<K::rows_warp, kAxisThreads>(device, main); break;
       case AxisPath::RowsBlock:
@@ -335,6 +355,14 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
         if constexpr (kTileOk<R>) {
           return launch(K::tile(), Q.grid, T_, 0, stream, false,
                         TileArgs<R>{in, L.outputs(), L.length, Q.rows_per_tile, Q.items, Q.group, d_out}, red);
+        }
+        return cudaErrorNotSupported;
+      case AxisPath::RowsLanes:
+        if constexpr (K::lanes_ok) {
+          return launch(K::lanes(), Q.grid, T_, 0, stream, false,
+                        LanesArgs<R>{in.x, L.outputs(), L.length, Q.chunk, Q.group,
+                                     static_cast<unsigned>(Q.rows_per_tile), d_out},
+                        red);
         }
         return cudaErrorNotSupported;
       case AxisPath::RowsWarp:

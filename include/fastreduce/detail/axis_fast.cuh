@@ -207,6 +207,114 @@ __global__ void __launch_bounds__(kAxisThreads) axis_tile_kernel(TileArgs<R> arg
   }
 }
 
+template <class R>
+struct LanesArgs {
+  const typename R::Input* in;  // 16-byte aligned
+  std::size_t rows;
+  std::size_t length;
+  std::size_t vectors;       // whole 16-byte vectors of the rows' elements
+  unsigned lanes;            // vectors a row: a power of two up to 64 (lanes a row up to 32, then two
+                             // vectors a lane); 1 where a vector holds rows
+  unsigned rows_per_vector;  // 1, or 2 or 4 rows of V / rows_per_vector elements a vector
+  typename R::Out* out;
+};
+
+// The K rows of V / K elements in one vector, each folded from the empty state and written from
+// its first row on.
+template <unsigned K, unsigned V, class R>
+__device__ __forceinline__ void write_rows_of_vector(const R& u, const primitives::Vec<typename R::Input, V>& v,
+                                                     std::size_t first_row, typename R::Out* out) {
+  constexpr unsigned L = V / K;
+#pragma unroll
+  for (unsigned s = 0; s < K; ++s) {
+    primitives::Vec<typename R::Input, L> part;
+#pragma unroll
+    for (unsigned k = 0; k < L; ++k) part.elem[k] = v.elem[s * L + k];
+    write_result(u, out, first_row + s, u.partial(u.value(u.fold_vec(u.start(), part, 0))));
+  }
+}
+
+// Back-to-back rows of a 16-byte aligned input whose rows are 1 to 64 whole vectors (a power of
+// two, `lanes`) or 2 or 4 to a vector (AxisPath::RowsLanes; the built-in ops). The rows are one
+// array of vectors: a warp loads kLanesUnroll runs of 32 adjacent vectors before it reduces any,
+// each lane folds its vector (two, for rows of 64) from the empty state, and the lanes of one row
+// meet in a butterfly of shuffles (a fixed order); the row's first lane writes it. Rows of part of
+// a vector are folded and written by the lane that holds them; those that end in a last partial
+// vector are the first block's, a thread each. No shared memory and no barrier: on an H200 the
+// tile kernel's staging and its reads of 2-byte elements from shared memory held bfloat16 rows of
+// 4 to 256 elements at 56-77% of the 1-D GB/s (2^24), this kernel at 95-133%
+// (docs/notes.md, "Rows as one array of vectors"). Eight rows a vector (bfloat16 rows of one
+// element) ran 3.6x slower than the tile kernel: its lanes' eight scalar stores each.
+template <unsigned V, class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> args, R red) {
+  using T = typename R::Input;
+  using Acc = typename R::Acc;
+  using primitives::Vec;
+  constexpr unsigned U = kLanesUnroll;
+  static_assert(V * sizeof(T) == 16 && !two_inputs_v<R>, "one input read by 16-byte vectors");
+  static_assert(U % 2 == 0, "rows of 64 vectors take two runs");
+  const R u = red.at(nullptr);  // (the built-in ops: the reduction itself)
+  const Vec<T, V>* in = reinterpret_cast<const Vec<T, V>*>(args.in);
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned lanes = args.lanes;
+  const unsigned shift = static_cast<unsigned>(__ffs(static_cast<int>(lanes)) - 1);
+  const std::size_t runs = (args.vectors + 32 * U - 1) / (32 * U);
+  for (std::size_t run = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32; run < runs;
+       run += std::size_t(gridDim.x) * kAxisWarps) {
+    const std::size_t first = run * 32 * U + lane;
+    Vec<T, V> v[U];
+#pragma unroll
+    for (unsigned k = 0; k < U; ++k) {
+      if (first + k * 32 < args.vectors) v[k] = primitives::load_vec<primitives::LoadHint::ReadOnly>(in + first + k * 32);
+    }
+    if (lanes == 64) {
+      // Rows of 64 vectors: a lane's runs k and k + 1 (k even) hold its two vectors of one row, from
+      // a multiple of 64 on; they meet, then the 32 lanes do.
+#pragma unroll
+      for (unsigned k = 0; k < U; k += 2) {
+        const std::size_t j = first + k * 32;
+        Acc acc = u.identity();
+        if (j < args.vectors) {  // (and so is j + 32: rows are whole)
+          acc = u.value(u.fold_vec(u.fold_vec(u.start(), v[k], std::size_t(lane) * V), v[k + 1], std::size_t(lane + 32) * V));
+        }
+        for (unsigned offset = 16; offset > 0; offset /= 2) acc = u.combine(acc, primitives::shfl_xor(acc, offset));
+        if (j < args.vectors && lane == 0) write_result(u, args.out, j >> 6, u.partial(acc));
+      }
+    } else if (args.rows_per_vector == 1) {
+#pragma unroll
+      for (unsigned k = 0; k < U; ++k) {
+        const std::size_t j = first + k * 32;
+        const bool mine = j < args.vectors;  // (a row's lanes are all in or all out: rows are whole vectors)
+        const unsigned rank = static_cast<unsigned>(j) & (lanes - 1);
+        Acc acc = mine ? u.value(u.fold_vec(u.start(), v[k], std::size_t(rank) * V)) : u.identity();
+        for (unsigned offset = lanes / 2; offset > 0; offset /= 2) {
+          acc = u.combine(acc, primitives::shfl_xor(acc, offset));
+        }
+        if (mine && rank == 0) write_result(u, args.out, j >> shift, u.partial(acc));
+      }
+    } else {
+#pragma unroll
+      for (unsigned k = 0; k < U; ++k) {
+        const std::size_t j = first + k * 32;
+        if (j >= args.vectors) continue;
+        const std::size_t row = j * args.rows_per_vector;
+        if (args.rows_per_vector == 2) write_rows_of_vector<2, V>(u, v[k], row, args.out);
+        if constexpr (V >= 4) {
+          if (args.rows_per_vector == 4) write_rows_of_vector<4, V>(u, v[k], row, args.out);
+        }
+      }
+    }
+  }
+  if (blockIdx.x == 0 && args.rows_per_vector > 1) {
+    const std::size_t r = args.vectors * args.rows_per_vector + threadIdx.x;
+    if (r < args.rows) {
+      typename R::State st = u.start();
+      for (std::size_t k = 0; k < args.length; ++k) st = u.fold(st, args.in[r * args.length + k], k);
+      write_result(u, args.out, r, u.partial(u.value(st)));
+    }
+  }
+}
+
 // An axis of length 1 over adjacent outputs (AxisPath::Map): output q is element q alone, folded
 // from the empty state at index 0 by its unit (at() given the loaded copy, as the tile kernel
 // gives a staged one: no second load), and projected. A thread loads kMapOutputsPerThread

@@ -5,6 +5,10 @@
 //   RowsTile     contiguous short rows: a block stages a tile of whole rows in shared memory with
 //                16-byte loads, then groups of threads reduce a row each (rows up to 256 bytes,
 //                1 KB for the statistics and other reductions that are not built-in ops);
+//   RowsLanes    back-to-back rows of a 16-byte aligned input, each a power of two of 16-byte
+//                vectors up to 64 (1 KB) or part of one vector (2 or 4 rows a vector), for the
+//                built-in ops: a warp reads 32 adjacent vectors at a time, four such runs in
+//                flight, and the lanes that hold one row meet in shuffles;
 //   RowsWarp     rows whose elements are contiguous (length_stride 1): a warp per row;
 //   RowsBlock    long rows: a block per row, or per piece of a row (partials and a combine kernel)
 //                when there are too few rows to fill the GPU;
@@ -34,6 +38,7 @@ enum class AxisPath : unsigned char {
   Identity,  // length 0: the identity into every output
   Flat,
   RowsTile,
+  RowsLanes,
   RowsWarp,
   RowsBlock,
   Columns,
@@ -64,6 +69,8 @@ const char* resolve_axis(const Axis& axis, AxisLayout& layout);
 // Axis kernels: every block has kAxisThreads threads.
 inline constexpr unsigned kAxisThreads = 256;
 inline constexpr unsigned kAxisWarps = kAxisThreads / 32;
+// RowsLanes: runs of 32 vectors a warp loads before it reduces any (loads in flight).
+inline constexpr unsigned kLanesUnroll = 4;
 // Map: outputs a thread loads before it computes any (loads in flight).
 inline constexpr unsigned kMapOutputsPerThread = 4;
 
@@ -112,17 +119,22 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
                           bool tile_ok = true, std::size_t tile_row_max = kAxisPolicy.tile_row_max_bytes,
                           bool map_ok = false);
 
+// RowsLanes takes the layout (when its input is 16-byte aligned): rows back to back whose bytes are
+// 16 times a power of two up to 64 (vectors a row), or 2 or 4 rows to a 16-byte vector.
+bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size);
+
 struct AxisPlan {
   AxisPath path = AxisPath::Nothing;
   unsigned grid = 0;            // blocks of the main kernel (its loops stride over the work items)
   std::size_t items = 0;        // work items: rows or tiles of rows, row pieces, column blocks x pieces
   unsigned chunks = 1;          // pieces of each row or column; > 1: partials and a second kernel
   std::size_t chunk = 0;        // elements (rows), rows (columns) or tiles (reproducible) per piece
-  unsigned group = 1;           // RowsTile: threads per row; ReproRows: warps per row;
+  unsigned group = 1;           // RowsTile: threads per row; RowsLanes: vectors per row (1: a
+                                // vector holds rows_per_tile rows); ReproRows: warps per row;
                                 // Columns: column packs per block; ReproColumns: outputs per warp
   unsigned lanes = 1;           // Columns: row lanes per block
   std::size_t col_blocks = 0;   // Columns, ReproColumns: blocks across the outputs
-  std::size_t rows_per_tile = 0;  // RowsTile
+  std::size_t rows_per_tile = 0;  // RowsTile; RowsLanes: rows per vector (1: a row is `group` vectors)
   std::size_t temp_bytes = 16;  // never 0; does not depend on the input's address
   bool combine = false;         // a second kernel combines the pieces
 };
