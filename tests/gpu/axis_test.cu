@@ -189,29 +189,67 @@ TEST(Axis, Uint32Min) { check_shapes<std::uint32_t, fr::Min>(Distribution::Signe
 TEST(Axis, BoolSumCountsTrueValues) { check_shapes<bool, fr::Sum>(Distribution::Signed); }
 TEST(Axis, BoolAnd) { check_shapes<bool, fr::BitAnd>(Distribution::Signed); }
 
-// Views: a slice of a larger matrix (row pitch), a transposed matrix, reversed rows, and a
-// general strided view.
 // Rows as one array of vectors (AxisPath::RowsLanes) on a grid far smaller than their runs of 32
 // vectors, so that each warp takes many: every lane count and rows of part of a vector, whole and
-// with rows past the last whole vector; the same shapes off the 16-byte boundary take the other
-// paths.
+// with rows past the last whole vector; each shape's path is checked, and off the 16-byte boundary
+// (or eight rows to a vector) the same shapes take the other paths.
+template <class T, class Op>
+void check_lanes(std::size_t outer, std::size_t length, Distribution dist, std::size_t shift, const fr::Options& opt) {
+  const fr::Axis axis = rows(outer, length);
+  check_axis<T, Op>(axis, dist, shift, opt);
+  DeviceBuffer<T> probe(32);  // (planning reads the address only)
+  eng::AxisPlan plan{};
+  ASSERT_EQ((eng::describe_axis<fr::storage_t<T>, Op>(reinterpret_cast<const fr::storage_t<T>*>(probe.get() + shift),
+                                                       axis, opt, plan)),
+            cudaSuccess);
+  const std::size_t row_bytes = length * sizeof(T);
+  const bool lanes = shift == 0 && row_bytes * 4 >= 16 && row_bytes <= 1024;  // (the lengths below are powers of two)
+  EXPECT_EQ(plan.path == eng::AxisPath::RowsLanes, lanes)
+      << shape_text(axis) << " of " << sizeof(T) << "-byte elements, shift " << shift << ": "
+      << eng::axis_path_name(plan.path);
+}
+
 TEST(Axis, RowsLanesOnFewBlocks) {
   FASTREDUCE_REQUIRE_GPU();
   fr::Options few{};
   few.max_blocks = 3;
   for (std::size_t length : {1, 2, 4, 8, 16, 64, 128, 256}) {
     for (std::size_t outer : {std::size_t(5), std::size_t(100003)}) {
-      check_axis<float, fr::Sum>(rows(outer, length), Distribution::SignedSmallIntegers, 0, few);
-      check_axis<float, fr::Max>(rows(outer, length), Distribution::Signed, 0, few);
-      check_axis<__nv_bfloat16, fr::Sum>(rows(outer, 2 * length), Distribution::SignedSmallIntegers, 0, few);
-      check_axis<__nv_bfloat16, fr::Min>(rows(outer, length), Distribution::Signed, 0, few);
-      check_axis<double, fr::Sum>(rows(outer, (length + 3) / 4), Distribution::SignedSmallIntegers, 0, few);
-      check_axis<std::int8_t, fr::Max>(rows(outer, 4 * length), Distribution::Signed, 0, few);
-      check_axis<float, fr::Sum>(rows(outer, length), Distribution::SignedSmallIntegers, 1, few);
+      check_lanes<float, fr::Sum>(outer, length, Distribution::SignedSmallIntegers, 0, few);
+      check_lanes<float, fr::Max>(outer, length, Distribution::Signed, 0, few);
+      check_lanes<__nv_bfloat16, fr::Sum>(outer, 2 * length, Distribution::SignedSmallIntegers, 0, few);
+      check_lanes<__nv_bfloat16, fr::Min>(outer, length, Distribution::Signed, 0, few);
+      check_lanes<double, fr::Sum>(outer, (length + 3) / 4, Distribution::SignedSmallIntegers, 0, few);
+      check_lanes<std::int8_t, fr::Max>(outer, 4 * length, Distribution::Signed, 0, few);
+      check_lanes<float, fr::Sum>(outer, length, Distribution::SignedSmallIntegers, 1, few);
     }
   }
-  EXPECT_TRUE(paths_seen().count(eng::AxisPath::RowsLanes));
 }
+
+// Equal rows of part of a vector give equal bits, the rows past the last whole vector too (they
+// are folded as the others): 2053 copies of one row of random half values.
+TEST(Axis, RowsLanesEqualRowsHaveEqualBits) {
+  FASTREDUCE_REQUIRE_GPU();
+  const std::size_t outer = 2053;
+  for (std::size_t length : {std::size_t(2), std::size_t(4)}) {
+    DeviceBuffer<__half> one(length);
+    ASSERT_EQ(fr::bench::fill_random(one.get(), length, test_seed(), Distribution::Signed), cudaSuccess);
+    const auto row = fr::bench::to_host(one.get(), length);
+    std::vector<__half> host(outer * length);
+    for (std::size_t r = 0; r < outer; ++r) std::copy(row.begin(), row.end(), host.begin() + r * length);
+    DeviceBuffer<__half> in(host.size());
+    CUDA_OK(cudaMemcpy(in.get(), host.data(), host.size() * sizeof(__half), cudaMemcpyHostToDevice));
+    const auto got = run_axis<__half, fr::Sum>(in.get(), rows(outer, length));
+    ASSERT_EQ(got.size(), outer);
+    for (std::size_t r = 1; r < outer; ++r) {
+      ASSERT_TRUE(same_bits(got[r], got[0])) << "rows of " << length << ": row " << r << " " << double(got[r])
+                                             << " against row 0 " << double(got[0]);
+    }
+  }
+}
+
+// Views: a slice of a larger matrix (row pitch), a transposed matrix, reversed rows, and a
+// general strided view.
 
 TEST(Axis, StridedViews) {
   FASTREDUCE_REQUIRE_GPU();
@@ -486,11 +524,11 @@ TEST(Axis, MoreThan2To32Elements) {
   DeviceBuffer<std::uint8_t> in(n);
   if (in.get() == nullptr) GTEST_SKIP() << "not enough device memory";
   ASSERT_EQ(fr::bench::fill_random(in.get(), n, test_seed(), Distribution::SmallIntegers), cudaSuccess);
-  // Two rows of 2^31 + 5: each checked against the 1-D engine.
+  // Two rows of 2^31 + 517: each checked against the 1-D engine.
   const auto by_rows = run_axis<std::uint8_t, fr::Sum>(in.get(), rows(2, n / 2));
   for (int r = 0; r < 2; ++r) EXPECT_EQ(by_rows[r], fr::reduce(in.get() + r * (n / 2), n / 2)) << "row " << r;
   // Two columns of 2^31 + 517 rows, and 2^23 + 2 rows of 512 (2^32 + 1024 elements as one array of
-  // vectors): against the CPU, read back in pieces.
+  // 2^28 + 64 vectors: offsets past 4 GB, not 32-bit indices): against the CPU, read back in pieces.
   const auto by_columns = run_axis<std::uint8_t, fr::Sum>(in.get(), columns(n / 2, 2));
   const std::size_t short_rows = n / 512;
   const auto by_short_rows = run_axis<std::uint8_t, fr::Sum>(in.get(), rows(short_rows, 512));

@@ -414,7 +414,7 @@ TEST(Family, UsersTransformAndOrderedOp) {
 
 // The paths the layouts above are meant to take: an axis of length 1 over adjacent outputs runs
 // the map kernel (not for arg-extremes, nor for the built-in ops, which read such rows as one
-// array of vectors, as they do rows of 2 to 64 whole vectors), rows up to 1 KB the tiles.
+// array of vectors, as they do rows of 1 to 64 whole vectors), rows up to 1 KB the tiles.
 TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
   FASTREDUCE_REQUIRE_GPU();
   DeviceBuffer<float> x(std::size_t(1) << 21);

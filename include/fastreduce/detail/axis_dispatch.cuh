@@ -46,10 +46,9 @@ constexpr std::size_t tile_row_max_bytes() {
   else return is_builtin_v<R> ? kAxisPolicy.tile_row_max_bytes : kAxisPolicy.tile_row_max_bytes_family;
 }
 
-// RowsLanes: the built-in ops of one input that fills 16-byte vectors.
+// RowsLanes: the built-in ops (one input) of a type that fills 16-byte vectors.
 template <class R>
-inline constexpr bool kLanesOk =
-    is_builtin_v<R> && !two_inputs_v<R> && kVecOf<R> * sizeof(typename R::Input) == 16;
+inline constexpr bool kLanesOk = is_builtin_v<R> && kTileOk<R>;
 
 template <class R, unsigned V>
 struct AxisKernels {
@@ -57,7 +56,7 @@ struct AxisKernels {
     if constexpr (kTileOk<R>) return axis_tile_kernel<R>;
     else return nullptr;
   }
-  static constexpr bool lanes_ok = kLanesOk<R> && V == kVecOf<R>;
+  static constexpr bool lanes_ok = kLanesOk<R>;
   static constexpr auto lanes() {
     if constexpr (lanes_ok) return axis_lanes_kernel<V, R>;
     else return nullptr;
@@ -186,7 +185,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         !(K::columns_ok && columns_vectorizable(out.layout, sizeof(T), reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0))) {
       path = AxisPath::ColumnsScalar;
     }
-    // Rows of whole vectors up to 512 bytes, or of part of one, of an aligned input: RowsLanes.
+    // Rows of whole vectors up to 1 KB, or of part of one, of an aligned input: RowsLanes.
     if constexpr (K::lanes_ok) {
       const bool rows_path = path == AxisPath::RowsTile || path == AxisPath::RowsWarp || path == AxisPath::RowsBlock;
       if (rows_path && reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0 && rows_lanes_fit(out.layout, sizeof(T))) {

@@ -219,8 +219,14 @@ struct LanesArgs {
   typename R::Out* out;
 };
 
-// The K rows of V / K elements in one vector, each folded from the empty state and written from
-// its first row on.
+// A row of L elements (part of a vector) folded from the empty state as a vector of L, and written.
+template <unsigned L, class R>
+__device__ __forceinline__ void write_row_part(const R& u, const primitives::Vec<typename R::Input, L>& part,
+                                               std::size_t row, typename R::Out* out) {
+  write_result(u, out, row, u.partial(u.value(u.fold_vec(u.start(), part, 0))));
+}
+
+// The K rows of V / K elements in one vector, each written from `first_row` on.
 template <unsigned K, unsigned V, class R>
 __device__ __forceinline__ void write_rows_of_vector(const R& u, const primitives::Vec<typename R::Input, V>& v,
                                                      std::size_t first_row, typename R::Out* out) {
@@ -230,8 +236,20 @@ __device__ __forceinline__ void write_rows_of_vector(const R& u, const primitive
     primitives::Vec<typename R::Input, L> part;
 #pragma unroll
     for (unsigned k = 0; k < L; ++k) part.elem[k] = v.elem[s * L + k];
-    write_result(u, out, first_row + s, u.partial(u.value(u.fold_vec(u.start(), part, 0))));
+    write_row_part(u, part, first_row + s, out);
   }
+}
+
+// Row `row` of V / K elements read on its own (a row past the last whole vector), written as
+// write_rows_of_vector writes the others: the same bits for equal rows wherever they lie.
+template <unsigned K, unsigned V, class R>
+__device__ __forceinline__ void write_row_alone(const R& u, const typename R::Input* in, std::size_t row,
+                                                typename R::Out* out) {
+  constexpr unsigned L = V / K;
+  primitives::Vec<typename R::Input, L> part;
+#pragma unroll
+  for (unsigned k = 0; k < L; ++k) part.elem[k] = in[row * L + k];
+  write_row_part(u, part, row, out);
 }
 
 // Back-to-back rows of a 16-byte aligned input whose rows are 1 to 64 whole vectors (a power of
@@ -240,11 +258,12 @@ __device__ __forceinline__ void write_rows_of_vector(const R& u, const primitive
 // each lane folds its vector (two, for rows of 64) from the empty state, and the lanes of one row
 // meet in a butterfly of shuffles (a fixed order); the row's first lane writes it. Rows of part of
 // a vector are folded and written by the lane that holds them; those that end in a last partial
-// vector are the first block's, a thread each. No shared memory and no barrier: on an H200 the
-// tile kernel's staging and its reads of 2-byte elements from shared memory held bfloat16 rows of
-// 4 to 256 elements at 56-77% of the 1-D GB/s (2^24), this kernel at 95-133%
-// (docs/notes.md, "Rows as one array of vectors"). Eight rows a vector (bfloat16 rows of one
-// element) ran 3.6x slower than the tile kernel: its lanes' eight scalar stores each.
+// vector are the first block's, a thread each, folded alike. No shared memory and no barrier: on
+// an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the 1-D GB/s on
+// the tile kernel (staging, then 2-byte reads from shared memory) and a warp a row (one or two
+// loads a lane in flight), at 83-98% here (docs/notes.md, "Rows as one array of vectors"). Eight
+// rows a vector (bfloat16 rows of one element) ran 3.6x slower than the tile kernel: eight scalar
+// stores a lane.
 template <unsigned V, class R>
 __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> args, R red) {
   using T = typename R::Input;
@@ -308,9 +327,10 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
   if (blockIdx.x == 0 && args.rows_per_vector > 1) {
     const std::size_t r = args.vectors * args.rows_per_vector + threadIdx.x;
     if (r < args.rows) {
-      typename R::State st = u.start();
-      for (std::size_t k = 0; k < args.length; ++k) st = u.fold(st, args.in[r * args.length + k], k);
-      write_result(u, args.out, r, u.partial(u.value(st)));
+      if (args.rows_per_vector == 2) write_row_alone<2, V>(u, args.in, r, args.out);
+      if constexpr (V >= 4) {
+        if (args.rows_per_vector == 4) write_row_alone<4, V>(u, args.in, r, args.out);
+      }
     }
   }
 }

@@ -126,9 +126,11 @@ bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size);
 struct AxisPlan {
   AxisPath path = AxisPath::Nothing;
   unsigned grid = 0;            // blocks of the main kernel (its loops stride over the work items)
-  std::size_t items = 0;        // work items: rows or tiles of rows, row pieces, column blocks x pieces
+  std::size_t items = 0;        // work items: rows or tiles of rows, row pieces, column blocks x pieces;
+                                // RowsLanes: runs of 32 * kLanesUnroll vectors (a warp's each)
   unsigned chunks = 1;          // pieces of each row or column; > 1: partials and a second kernel
-  std::size_t chunk = 0;        // elements (rows), rows (columns) or tiles (reproducible) per piece
+  std::size_t chunk = 0;        // elements (rows), rows (columns) or tiles (reproducible) per piece;
+                                // RowsLanes: whole 16-byte vectors of all the rows
   unsigned group = 1;           // RowsTile: threads per row; RowsLanes: vectors per row (1: a
                                 // vector holds rows_per_tile rows); ReproRows: warps per row;
                                 // Columns: column packs per block; ReproColumns: outputs per warp
