@@ -135,7 +135,7 @@ const char* resolve_axis(const Axis& axis, AxisLayout& layout) {
 }
 
 AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
-                          bool tile_ok, std::size_t tile_row_max, bool map_ok) {
+                          bool tile_ok, std::size_t tile_row_max, bool map_ok, bool lanes_ok) {
   const std::size_t outputs = layout.outputs();
   if (outputs == 0) return AxisPath::Nothing;
   if (layout.length == 0) return AxisPath::Identity;
@@ -143,9 +143,9 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   if (layout.one_contiguous_output()) return AxisPath::Flat;
   if (reproducible_sum) return rows_contiguous ? AxisPath::ReproRows : AxisPath::ReproColumns;
   const std::size_t row_bytes = layout.length * elem_size;
-  const bool contiguous_rows = layout.inner == 1 && rows_contiguous &&
-                               (layout.outer == 1 || layout.outer_stride == std::int64_t(layout.length));
+  const bool contiguous_rows = layout.rows_back_to_back();
   if (map_ok && contiguous_rows && layout.length == 1) return AxisPath::Map;
+  if (lanes_ok && rows_lanes_fit(layout, elem_size)) return AxisPath::RowsLanes;
   if (tile_ok && contiguous_rows && row_bytes <= tile_row_max) return AxisPath::RowsTile;
   if (layout.length_stride == 1) {
     const bool enough_rows = outputs >= std::size_t(std::max(sms, 1)) * kAxisWarps;
@@ -157,9 +157,7 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
 
 bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size) {
   if (elem_size == 0 || elem_size > 16 || 16 % elem_size != 0 || layout.length == 0) return false;
-  const bool back_to_back = layout.inner == 1 && (layout.length_stride == 1 || layout.length == 1) &&
-                            (layout.outer == 1 || layout.outer_stride == std::int64_t(layout.length));
-  if (!back_to_back) return false;
+  if (!layout.rows_back_to_back()) return false;
   const std::size_t row_bytes = layout.length * elem_size;
   if (row_bytes < 16) return 16 % row_bytes == 0 && 16 / row_bytes <= 4;  // 2 or 4 rows a vector
   const std::size_t vectors = row_bytes / 16;

@@ -142,6 +142,20 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   EXPECT_FALSE(fits({.outer = 7, .length = 16, .length_stride = 2}, 4));
   EXPECT_TRUE(fits({.outer = 1, .length = 16}, 4));
 
+  // The path, where the reduction takes it: before the tiles, after the 1-D and exact forms.
+  auto lanes_path = [](const fr::Axis& a, std::size_t elem, bool repro = false) {
+    return eng::choose_axis_path(resolved(a), elem, repro, 132, true, eng::kAxisPolicy.tile_row_max_bytes, false, true);
+  };
+  EXPECT_EQ(lanes_path({.outer = 100000, .length = 16}, 4), eng::AxisPath::RowsLanes);
+  EXPECT_EQ(path_of({.outer = 100000, .length = 16}), eng::AxisPath::RowsTile);  // (not asked for)
+  EXPECT_EQ(lanes_path({.outer = 100000, .length = 256}, 4), eng::AxisPath::RowsLanes);
+  EXPECT_EQ(lanes_path({.outer = 100, .length = 256}, 4), eng::AxisPath::RowsLanes);  // (a block a row without)
+  EXPECT_EQ(lanes_path({.outer = 100000, .length = 1}, 2), eng::AxisPath::RowsTile);  // eight rows a vector
+  EXPECT_EQ(lanes_path({.outer = 100000, .length = 1000}, 4), eng::AxisPath::RowsWarp);
+  EXPECT_EQ(lanes_path({.outer = 100000, .length = 16, .outer_stride = 20}, 4), eng::AxisPath::RowsWarp);
+  EXPECT_EQ(lanes_path({.outer = 100000, .length = 16}, 4, true), eng::AxisPath::ReproRows);
+  EXPECT_EQ(lanes_path({.outer = 1, .length = 16}, 4), eng::AxisPath::Flat);
+
   // The plan: lanes a row or rows a vector, whole vectors, a warp per run of 32 * kLanesUnroll.
   const std::size_t run = 32 * eng::kLanesUnroll;
   const auto wide = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 100003, .length = 64}), 2, 4, 132, 8, 0, 0);

@@ -154,7 +154,8 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   out.vectors = vectors_fit<R>(in) || (!two_inputs_v<R> && kVecOf<R> > 1);
   // RowsTile stages two inputs only when they are equally aligned (with the same offsets into the tile).
   AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors,
-                                   tile_row_max_bytes<R>(), kMapOk<R>);
+                                   tile_row_max_bytes<R>(), kMapOk<R>,
+                                   kLanesOk<R> && reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0);
   // (The L2 norm and dot product take Mode::Exact's lanes in both modes.)
   out.exact = repro_sum && (opt.mode == Mode::Exact || kTermSum<R>);
   if constexpr (!R::commutative) {
@@ -184,13 +185,6 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
     if (path == AxisPath::Columns &&
         !(K::columns_ok && columns_vectorizable(out.layout, sizeof(T), reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0))) {
       path = AxisPath::ColumnsScalar;
-    }
-    // Rows of whole vectors up to 1 KB, or of part of one, of an aligned input: RowsLanes.
-    if constexpr (K::lanes_ok) {
-      const bool rows_path = path == AxisPath::RowsTile || path == AxisPath::RowsWarp || path == AxisPath::RowsBlock;
-      if (rows_path && reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0 && rows_lanes_fit(out.layout, sizeof(T))) {
-        path = AxisPath::RowsLanes;
-      }
     }
     KernelFacts main{}, second{};
     cudaError_t status = cudaSuccess;

@@ -60,6 +60,11 @@ struct AxisLayout {
   [[nodiscard]] bool one_contiguous_output() const {
     return outputs() == 1 && (length_stride == 1 || length <= 1);
   }
+  // Rows one after another: output q is elements [q * length, (q + 1) * length).
+  [[nodiscard]] bool rows_back_to_back() const {
+    return inner == 1 && (length_stride == 1 || length == 1) &&
+           (outer == 1 || outer_stride == static_cast<std::int64_t>(length));
+  }
 };
 
 // Fills in the contiguous strides and checks that the element count and every element's offset
@@ -113,15 +118,16 @@ inline AxisLayout length_one_as_rows(const AxisLayout& l) {
   return rows;
 }
 
-// tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors);
-// tile_row_max: the longest row in bytes that takes it; map_ok: the reduction takes Map.
-AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
-                          bool tile_ok = true, std::size_t tile_row_max = kAxisPolicy.tile_row_max_bytes,
-                          bool map_ok = false);
-
 // RowsLanes takes the layout (when its input is 16-byte aligned): rows back to back whose bytes are
 // 16 times a power of two up to 64 (vectors a row), or 2 or 4 rows to a 16-byte vector.
 bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size);
+
+// tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors);
+// tile_row_max: the longest row in bytes that takes it; map_ok: the reduction takes Map; lanes_ok:
+// it takes RowsLanes (a built-in op whose input is 16-byte aligned), for the rows that fit.
+AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
+                          bool tile_ok = true, std::size_t tile_row_max = kAxisPolicy.tile_row_max_bytes,
+                          bool map_ok = false, bool lanes_ok = false);
 
 struct AxisPlan {
   AxisPath path = AxisPath::Nothing;
