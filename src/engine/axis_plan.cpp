@@ -1,6 +1,7 @@
 #include "fastreduce/detail/axis_plan.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 namespace fastreduce::engine {
@@ -135,7 +136,7 @@ const char* resolve_axis(const Axis& axis, AxisLayout& layout) {
 }
 
 AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
-                          bool tile_ok, std::size_t tile_row_max, bool map_ok, bool lanes_ok) {
+                          bool tile_ok, std::size_t tile_row_max, bool map_ok, LanesRows lanes) {
   const std::size_t outputs = layout.outputs();
   if (outputs == 0) return AxisPath::Nothing;
   if (layout.length == 0) return AxisPath::Identity;
@@ -145,7 +146,7 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   const std::size_t row_bytes = layout.length * elem_size;
   const bool contiguous_rows = layout.rows_back_to_back();
   if (map_ok && contiguous_rows && layout.length == 1) return AxisPath::Map;
-  if (lanes_ok && rows_lanes_fit(layout, elem_size)) return AxisPath::RowsLanes;
+  if (lanes.mask != 0 && rows_lanes_fit(layout, elem_size, lanes)) return AxisPath::RowsLanes;
   if (tile_ok && contiguous_rows && row_bytes <= tile_row_max) return AxisPath::RowsTile;
   if (layout.length_stride == 1) {
     const bool enough_rows = outputs >= std::size_t(std::max(sms, 1)) * kAxisWarps;
@@ -155,13 +156,18 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   return AxisPath::Strided;
 }
 
-bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size) {
+bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows rows) {
   if (elem_size == 0 || elem_size > 16 || 16 % elem_size != 0 || layout.length == 0) return false;
   if (!layout.rows_back_to_back()) return false;
   const std::size_t row_bytes = layout.length * elem_size;
-  if (row_bytes < 16) return 16 % row_bytes == 0 && 16 / row_bytes <= 4;  // 2 or 4 rows a vector
+  if (row_bytes < 16) {  // 2 or 4 rows a vector
+    if (row_bytes == 8) return (rows.mask & LanesRows::kHalves) != 0;
+    if (row_bytes == 4) return (rows.mask & LanesRows::kQuarters) != 0;
+    return false;
+  }
   const std::size_t vectors = row_bytes / 16;
-  return row_bytes % 16 == 0 && vectors <= 64 && (vectors & (vectors - 1)) == 0;
+  if (row_bytes % 16 != 0 || vectors > 64 || (vectors & (vectors - 1)) != 0) return false;
+  return (rows.mask >> std::countr_zero(vectors) & 1u) != 0;
 }
 
 bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool in_aligned) {

@@ -119,8 +119,8 @@ TEST(AxisPlan, ReductionsOtherThanBuiltInOpsTileRowsUpTo1KB) {
             eng::AxisPath::RowsWarp);  // a reduction the tiles cannot stage
 }
 
-// RowsLanes (the built-in ops, input 16-byte aligned): back-to-back rows of 1 to 64 whole vectors
-// (a power of two), or 2 or 4 rows a vector.
+// RowsLanes (inputs 16-byte aligned): back-to-back rows of 1 to 64 whole vectors (a power of two),
+// or 2 or 4 rows a vector, of the sizes the reduction takes.
 TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   auto fits = [](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem); };
   for (std::size_t length : {1, 2, 4, 8, 16, 32, 64, 128, 256}) EXPECT_TRUE(fits({.outer = 7, .length = length}, 4)) << length;
@@ -142,9 +142,28 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   EXPECT_FALSE(fits({.outer = 7, .length = 16, .length_stride = 2}, 4));
   EXPECT_TRUE(fits({.outer = 1, .length = 16}, 4));
 
+  // A reduction's own set of row sizes (accumulators wider than 8 bytes over 4-byte elements: rows
+  // of one or 64 vectors and of part of one; results wider than 4 bytes: no quarters).
+  const eng::LanesRows some{eng::LanesRows::kOneOrSixtyFourVectors | eng::LanesRows::kHalves};
+  auto fits_some = [&](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem, some); };
+  for (std::size_t length : {4, 256}) EXPECT_TRUE(fits_some({.outer = 7, .length = length}, 4)) << length;
+  for (std::size_t length : {8, 16, 32, 64, 128}) EXPECT_FALSE(fits_some({.outer = 7, .length = length}, 4)) << length;
+  EXPECT_TRUE(fits_some({.outer = 7, .length = 2}, 4));   // halves
+  EXPECT_FALSE(fits_some({.outer = 7, .length = 2}, 2));  // quarters
+  EXPECT_TRUE(fits_some({.outer = 7, .length = 8}, 2));
+  EXPECT_FALSE(fits_some({.outer = 7, .length = 16}, 2));
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 4}), 4, {}));  // none
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 32}), 4, false, 132, true,
+                                  eng::kAxisPolicy.tile_row_max_bytes_family, false, some),
+            eng::AxisPath::RowsTile);
+  EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 256}), 4, false, 132, true,
+                                  eng::kAxisPolicy.tile_row_max_bytes_family, false, some),
+            eng::AxisPath::RowsLanes);
+
   // The path, where the reduction takes it: before the tiles, after the 1-D and exact forms.
   auto lanes_path = [](const fr::Axis& a, std::size_t elem, bool repro = false) {
-    return eng::choose_axis_path(resolved(a), elem, repro, 132, true, eng::kAxisPolicy.tile_row_max_bytes, false, true);
+    return eng::choose_axis_path(resolved(a), elem, repro, 132, true, eng::kAxisPolicy.tile_row_max_bytes, false,
+                                 {eng::LanesRows::kAll});
   };
   EXPECT_EQ(lanes_path({.outer = 100000, .length = 16}, 4), eng::AxisPath::RowsLanes);
   EXPECT_EQ(path_of({.outer = 100000, .length = 16}), eng::AxisPath::RowsTile);  // (not asked for)

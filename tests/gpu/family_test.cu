@@ -210,42 +210,60 @@ struct OutOf<T, Op, true> {
 template <class T, class Op>
 using Out = typename OutOf<T, Op>::type;
 
+// op along layout l, the input at `offset` elements from an allocation's start, its values moved
+// by `center` (floating-point types).
+template <class T, class Op>
+void check_layout(const Op& op, const char* what, const Layout& l, std::size_t offset, std::mt19937_64& rng,
+                  const fr::Options& opt = {}, double center = 0) {
+  const bool ties = fr::is_arg_op_v<Op>;
+  auto hx = fresh_values<T>(l.storage + offset, rng, ties);
+  auto hy = fresh_values<T>(l.storage + offset, rng, ties);
+  if constexpr (!std::is_integral_v<T>) {
+    if (center != 0) {
+      for (T& v : hx) {
+        if constexpr (std::is_arithmetic_v<T>) v = static_cast<T>(as_double(v) + center);
+        else v = T(static_cast<float>(as_double(v) + center));
+      }
+    }
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (fr::is_arg_op_v<Op> && l.storage > 100) hx[offset + l.storage / 3] = NAN;  // the first NaN wins
+  }
+  Device<T> dx(hx), dy(hy);
+  const T* x = dx.buffer.get() + offset + l.base;
+  const T* y = dy.buffer.get() + offset + l.base;
+  const std::size_t outputs = l.outputs();
+  DeviceBuffer<Out<T, Op>> out(std::max<std::size_t>(outputs, 1));
+  out.poison();
+  std::size_t bytes = 0;
+  cudaError_t e;
+  if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(nullptr, bytes, x, y, out.get(), l.axis, op, 0, opt);
+  else e = fr::reduce_axis_async(nullptr, bytes, x, out.get(), l.axis, op, 0, opt);
+  ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
+  DeviceBuffer<char> temp(bytes);
+  if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(temp.get(), bytes, x, y, out.get(), l.axis, op, 0, opt);
+  else e = fr::reduce_axis_async(temp.get(), bytes, x, out.get(), l.axis, op, 0, opt);
+  ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto got = host_copy(out.get(), outputs);
+  std::vector<T> ex(l.axis.length), ey(l.axis.length);
+  for (std::size_t q = 0; q < outputs; ++q) {
+    for (std::size_t k = 0; k < l.axis.length; ++k) {
+      ex[k] = hx[std::size_t(std::int64_t(offset) + l.at(q, k))];
+      ey[k] = hy[std::size_t(std::int64_t(offset) + l.at(q, k))];
+    }
+    ASSERT_TRUE(check_output<T>(op, ex, ey, got[q]))
+        << what << " " << l.name << " output " << q << " offset " << offset << " max_blocks " << opt.max_blocks;
+  }
+}
+
 // op along every layout, the input at `offset` elements from an allocation's start.
 template <class T, class Op>
 void check_layouts(const Op& op, const char* what, std::size_t offset = 0) {
   std::mt19937_64 rng(test_seed());
   for (const Layout& l : layouts()) {
-    const bool ties = fr::is_arg_op_v<Op>;
-    auto hx = fresh_values<T>(l.storage + offset, rng, ties);
-    auto hy = fresh_values<T>(l.storage + offset, rng, ties);
-    if constexpr (std::is_floating_point_v<T>) {
-      if (fr::is_arg_op_v<Op> && l.storage > 100) hx[offset + l.storage / 3] = NAN;  // the first NaN wins
-    }
-    Device<T> dx(hx), dy(hy);
-    const T* x = dx.buffer.get() + offset + l.base;
-    const T* y = dy.buffer.get() + offset + l.base;
-    const std::size_t outputs = l.outputs();
-    DeviceBuffer<Out<T, Op>> out(std::max<std::size_t>(outputs, 1));
-    out.poison();
-    std::size_t bytes = 0;
-    cudaError_t e;
-    if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(nullptr, bytes, x, y, out.get(), l.axis, op);
-    else e = fr::reduce_axis_async(nullptr, bytes, x, out.get(), l.axis, op);
-    ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
-    DeviceBuffer<char> temp(bytes);
-    if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(temp.get(), bytes, x, y, out.get(), l.axis, op);
-    else e = fr::reduce_axis_async(temp.get(), bytes, x, out.get(), l.axis, op);
-    ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
-    CUDA_OK(cudaDeviceSynchronize());
-    const auto got = host_copy(out.get(), outputs);
-    std::vector<T> ex(l.axis.length), ey(l.axis.length);
-    for (std::size_t q = 0; q < outputs; ++q) {
-      for (std::size_t k = 0; k < l.axis.length; ++k) {
-        ex[k] = hx[std::size_t(std::int64_t(offset) + l.at(q, k))];
-        ey[k] = hy[std::size_t(std::int64_t(offset) + l.at(q, k))];
-      }
-      ASSERT_TRUE(check_output<T>(op, ex, ey, got[q])) << what << " " << l.name << " output " << q << " offset " << offset;
-    }
+    check_layout<T>(op, what, l, offset, rng);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -414,7 +432,8 @@ TEST(Family, UsersTransformAndOrderedOp) {
 
 // The paths the layouts above are meant to take: an axis of length 1 over adjacent outputs runs
 // the map kernel (not for arg-extremes, nor for the built-in ops, which read such rows as one
-// array of vectors, as they do rows of 1 to 64 whole vectors), rows up to 1 KB the tiles.
+// array of vectors, as every op does some rows of 1 to 64 whole vectors), other rows up to 1 KB
+// the tiles.
 TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
   FASTREDUCE_REQUIRE_GPU();
   DeviceBuffer<float> x(std::size_t(1) << 21);
@@ -436,14 +455,85 @@ TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
     EXPECT_EQ(path(fr::Mean{}, a), P::Map);
     EXPECT_EQ(path(fr::Var{1}, a), P::Map);
     EXPECT_EQ(path(fr::NormL2{}, a), P::Map);
-    EXPECT_EQ(path(fr::ArgMax{}, a), P::RowsTile);
+    EXPECT_EQ(path(fr::ArgMax{}, a), P::RowsTile);  // (four 16-byte results a vector)
     EXPECT_EQ(path(fr::Sum{}, a), P::RowsLanes);
   }
   EXPECT_NE(path(fr::Mean{}, {.outer = 2048, .length = 1, .outer_stride = 3}), P::Map);  // outputs apart
-  EXPECT_EQ(path(fr::Mean{}, {.outer = 8192, .length = 256}), P::RowsTile);
+  EXPECT_EQ(path(fr::Mean{}, {.outer = 8192, .length = 256}), P::RowsLanes);
+  EXPECT_EQ(path(fr::Mean{}, {.outer = 8192, .length = 128, .outer_stride = 132}), P::RowsWarp);  // rows apart
   EXPECT_EQ(path(fr::ArgMax{}, {.outer = 8192, .length = 200}), P::RowsTile);
   EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 256}), P::RowsLanes);  // 1 KB: two vectors a lane
   EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 512}), P::RowsWarp);
+}
+
+// Rows as one array of vectors (AxisPath::RowsLanes) for every op of the family: rows of 4 bytes
+// to 1 KB (2 or 4 rows a vector, then 1 to 64 vectors a row), few rows and rows past the last
+// whole vector, on three blocks (each warp takes many runs) and on the planner's grid; each
+// shape's path is checked (off the 16-byte boundary they take others). Moments of data far from
+// zero: each row's sums are taken from its first element, which every lane of the row must share.
+// mid: rows of 2 to 32 vectors take the path (not for accumulators wider than 8 bytes over
+// elements of 4 bytes or more); parts: rows of part of a vector do (not for results of 16 bytes).
+template <class T, class Op>
+void check_lanes_rows(const Op& op, const char* what, bool mid, bool parts, double center = 0) {
+  std::mt19937_64 rng(test_seed());
+  DeviceBuffer<T> probe(64);  // (planning reads the addresses only)
+  for (std::size_t row_bytes = 4; row_bytes <= 1024; row_bytes *= 2) {
+    if (row_bytes < sizeof(T)) continue;
+    const std::size_t length = row_bytes / sizeof(T);
+    for (std::size_t outer : {std::size_t(7), std::size_t(quick() ? 1027 : 4099)}) {
+      const Layout l = make_layout("rows of " + std::to_string(length), {.outer = outer, .length = length});
+      for (unsigned blocks : {3u, 0u}) {
+        fr::Options opt{};
+        opt.max_blocks = blocks;
+        check_layout<T>(op, what, l, 0, rng, opt, center);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+      for (std::size_t shift : {std::size_t(0), std::size_t(1)}) {
+        namespace eng = fr::engine;
+        eng::AxisPlan plan{};
+        const T* p = probe.get() + shift;
+        if constexpr (kTwoInputs<T, Op>) {
+          using R = fr::reduction2_t<T, T, Op>;
+          ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{p, p}, l.axis, {}, plan), cudaSuccess);
+        } else {
+          using R = fr::reduction_t<T, Op>;
+          ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{p}, l.axis, {}, plan), cudaSuccess);
+        }
+        // (Rows of one element of 4 or 8 bytes other than the arg-extremes' take the map kernel.)
+        const bool map = length == 1 && !fr::is_arg_op_v<Op>;
+        const std::size_t vectors = row_bytes / 16;
+        const bool lanes = row_bytes < 16 ? parts : vectors == 1 || vectors == 64 || mid;
+        const eng::AxisPath want = map                     ? eng::AxisPath::Map
+                                   : shift == 0 && lanes ? eng::AxisPath::RowsLanes
+                                                         : eng::AxisPath::RowsTile;
+        EXPECT_EQ(plan.path, want) << what << " " << l.name << " shift " << shift << ": " << eng::axis_path_name(plan.path);
+      }
+    }
+  }
+}
+
+TEST(Family, RowsLanes) {
+  FASTREDUCE_REQUIRE_GPU();
+  constexpr bool kMid = true, kParts = true;
+  check_lanes_rows<float>(fr::ArgMax{}, "float argmax", !kMid, !kParts);
+  check_lanes_rows<std::int16_t>(fr::ArgMin{}, "int16 argmin", kMid, !kParts);
+  check_lanes_rows<std::uint8_t>(fr::ArgMax{}, "uint8 argmax", kMid, !kParts);
+  check_lanes_rows<double>(fr::ArgMin{}, "double argmin", !kMid, !kParts);
+  check_lanes_rows<float>(fr::Mean{}, "float mean", !kMid, kParts);
+  check_lanes_rows<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean", kMid, kParts);
+  check_lanes_rows<double>(fr::Mean{}, "double mean", !kMid, kParts, 1e9);
+  check_lanes_rows<float>(fr::Var{1}, "float var", !kMid, kParts, 1e7);
+  check_lanes_rows<__half>(fr::Std{0}, "half std", kMid, kParts, 1000);
+  check_lanes_rows<double>(fr::Var{1}, "double var", !kMid, kParts, 1e9);
+  check_lanes_rows<std::int32_t>(fr::Std{1}, "int32 std", !kMid, kParts);
+  check_lanes_rows<float>(fr::NormL1{}, "float L1", kMid, kParts);
+  check_lanes_rows<__nv_bfloat16>(fr::NormL2{}, "bfloat16 L2", kMid, kParts);
+  check_lanes_rows<double>(fr::NormL2{}, "double L2", !kMid, kParts);
+  check_lanes_rows<float>(fr::NormInf{}, "float Linf", kMid, kParts);
+  check_lanes_rows<float>(fr::Dot{}, "float dot", kMid, kParts);
+  check_lanes_rows<__nv_bfloat16>(fr::Dot{}, "bfloat16 dot", kMid, kParts);
+  check_lanes_rows<std::int32_t>(fr::Dot{}, "int32 dot", kMid, kParts);
+  check_lanes_rows<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares", kMid, kParts);
 }
 
 // The map kernel with a grid far smaller than its outputs (each thread takes several passes).

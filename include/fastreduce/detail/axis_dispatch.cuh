@@ -46,9 +46,53 @@ constexpr std::size_t tile_row_max_bytes() {
   else return is_builtin_v<R> ? kAxisPolicy.tile_row_max_bytes : kAxisPolicy.tile_row_max_bytes_family;
 }
 
-// RowsLanes: the built-in ops (one input) of a type that fills 16-byte vectors.
+// RowsLanes: commutative reductions whose inputs fill 16-byte vectors, unless one says
+// `kLanesPath = false`.
 template <class R>
-inline constexpr bool kLanesOk = is_builtin_v<R> && kTileOk<R>;
+constexpr bool lanes_ok() {
+  if constexpr (!R::commutative || !kTileOk<R>) return false;
+  else if constexpr (requires { R::kLanesPath; }) return R::kLanesPath;
+  else return true;
+}
+template <class R>
+inline constexpr bool kLanesOk = lanes_ok<R>();
+// The rows RowsLanes takes for R. Every fitting row for the built-in ops, two inputs (the tile
+// kernel stages both: the dot product ran 1.4-1.9x faster here on every row size) and
+// accumulators of up to 8 bytes. Wider ones (the moments, the arg-extremes, Mode::Exact's checks
+// of the L2 norm and variance) over elements of 4 bytes or more take rows of one or of 64 vectors
+// only: their butterfly over 2 to 32 lanes of a row, a shuffle a word each step, ran slower than
+// the tile kernel's vectors from shared memory (H200, float rows of 8 to 128: mean, variance and
+// argmax 0.79-0.98x); over 2-byte elements, which the tile kernel reads one at a time, every row
+// ran faster (bfloat16: 1.1-1.9x). Rows of part of a vector where a vector's results fit in 16
+// bytes (not the arg-extremes', 16 bytes each, whose rows of one or two floats ran 2-3x slower:
+// a lane's two or four results are stores 32 or 64 bytes apart). docs/notes.md, "Rows as one
+// array of vectors for every op".
+template <class R>
+constexpr unsigned lanes_rows_mask() {
+  if constexpr (!kLanesOk<R>) {
+    return 0;
+  } else if constexpr (is_builtin_v<R>) {
+    return LanesRows::kAll;
+  } else {
+    using O = typename R::Out;
+    unsigned mask = LanesRows::kAll;
+    if constexpr (!two_inputs_v<R> && sizeof(typename R::Acc) > 8 && sizeof(typename R::Input) >= 4) {
+      mask = LanesRows::kOneOrSixtyFourVectors | LanesRows::kHalves | LanesRows::kQuarters;
+    }
+    if constexpr (2 * sizeof(O) > 16) mask &= ~LanesRows::kHalves;
+    if constexpr (4 * sizeof(O) > 16) mask &= ~LanesRows::kQuarters;
+    return mask;
+  }
+}
+template <class R>
+inline constexpr LanesRows kLanesRows{lanes_rows_mask<R>()};
+// The inputs start on a 16-byte boundary (RowsLanes reads them from there).
+template <class R>
+bool inputs_aligned16(const inputs_t<R>& in) {
+  bool aligned = reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
+  if constexpr (two_inputs_v<R>) aligned = aligned && reinterpret_cast<std::uintptr_t>(in.y) % 16 == 0;
+  return aligned;
+}
 
 template <class R, unsigned V>
 struct AxisKernels {
@@ -56,7 +100,8 @@ struct AxisKernels {
     if constexpr (kTileOk<R>) return axis_tile_kernel<R>;
     else return nullptr;
   }
-  static constexpr bool lanes_ok = kLanesOk<R>;
+  // (Two inputs that are 16-byte aligned are read by vectors: V is kVecOf<R>.)
+  static constexpr bool lanes_ok = kLanesOk<R> && V * sizeof(typename R::Input) == 16;
   static constexpr auto lanes() {
     if constexpr (lanes_ok) return axis_lanes_kernel<V, R>;
     else return nullptr;
@@ -155,7 +200,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
   // RowsTile stages two inputs only when they are equally aligned (with the same offsets into the tile).
   AxisPath path = choose_axis_path(out.layout, sizeof(T), repro_sum, sms, kTileOk<R> && out.vectors,
                                    tile_row_max_bytes<R>(), kMapOk<R>,
-                                   kLanesOk<R> && reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0);
+                                   inputs_aligned16<R>(in) ? kLanesRows<R> : LanesRows{});
   // (The L2 norm and dot product take Mode::Exact's lanes in both modes.)
   out.exact = repro_sum && (opt.mode == Mode::Exact || kTermSum<R>);
   if constexpr (!R::commutative) {
@@ -353,7 +398,7 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
       case AxisPath::RowsLanes:
         if constexpr (K::lanes_ok) {
           return launch(K::lanes(), Q.grid, T_, 0, stream, false,
-                        LanesArgs<R>{in.x, L.outputs(), L.length, Q.chunk, Q.group,
+                        LanesArgs<R>{in, L.outputs(), L.length, Q.chunk, Q.group,
                                      static_cast<unsigned>(Q.rows_per_tile), d_out},
                         red);
         }

@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_tile_kernel(TileArgs<R> arg
 
 template <class R>
 struct LanesArgs {
-  const typename R::Input* in;  // 16-byte aligned
+  inputs_t<R> in;  // 16-byte aligned (two inputs: both)
   std::size_t rows;
   std::size_t length;
   std::size_t vectors;       // whole 16-byte vectors of the rows' elements
@@ -219,61 +219,107 @@ struct LanesArgs {
   typename R::Out* out;
 };
 
-// A row of L elements (part of a vector) folded from the empty state as a vector of L, and written.
+// The unit that reduces a row whose first element is `first` (reduction.cuh's at(): the moments'
+// shift; the built-in ops are their own).
+template <class R>
+__device__ __forceinline__ R row_unit(const R& red, const typename R::Input& first) {
+  if constexpr (is_builtin_v<R>) return red;
+  else return red.at(&first);
+}
+// ... whose first element is the first of lane `src`'s vector v (every lane of the warp calls it;
+// `loaded`: this lane's v holds data, as does src's where they share a row).
+template <class R, unsigned V>
+__device__ __forceinline__ R row_unit_from(const R& red, const Loaded<R, V>& v, unsigned src, bool loaded) {
+  if constexpr (is_builtin_v<R>) {
+    return red;
+  } else {
+    using T = typename R::Input;
+    return row_unit(red, primitives::shfl_idx(loaded ? v.x.elem[0] : T{}, src));
+  }
+}
+
+// A row of L elements (part of a vector) folded from the empty state as a vector of L (a
+// reduction whose fold_vec takes whole 16-byte vectors only, as the arg-extremes': element by
+// element, in index order): its result.
 template <unsigned L, class R>
-__device__ __forceinline__ void write_row_part(const R& u, const primitives::Vec<typename R::Input, L>& part,
-                                               std::size_t row, typename R::Out* out) {
-  write_result(u, out, row, u.partial(u.value(u.fold_vec(u.start(), part, 0))));
+__device__ __forceinline__ typename R::Out row_part_result(const R& red, const Loaded<R, L>& part) {
+  const R u = row_unit(red, part.x.elem[0]);
+  typename R::State s = u.start();
+  constexpr bool kFoldsPart = two_inputs_v<R> ? requires { u.fold_vec(s, part.x, part.y, std::size_t(0)); }
+                                               : requires { u.fold_vec(s, part.x, std::size_t(0)); };
+  if constexpr (kFoldsPart) {
+    s = fold_loaded(u, s, part, 0);
+  } else {
+#pragma unroll
+    for (unsigned k = 0; k < L; ++k) {
+      if constexpr (two_inputs_v<R>) s = u.fold(s, part.x.elem[k], part.y.elem[k], k);
+      else s = u.fold(s, part.x.elem[k], k);
+    }
+  }
+  return u.project(u.partial(u.value(s)));
 }
 
 // The K rows of V / K elements in one vector, each written from `first_row` on.
 template <unsigned K, unsigned V, class R>
-__device__ __forceinline__ void write_rows_of_vector(const R& u, const primitives::Vec<typename R::Input, V>& v,
-                                                     std::size_t first_row, typename R::Out* out) {
+__device__ __forceinline__ void write_rows_of_vector(const R& red, const Loaded<R, V>& v, std::size_t first_row,
+                                                     typename R::Out* out) {
   constexpr unsigned L = V / K;
 #pragma unroll
   for (unsigned s = 0; s < K; ++s) {
-    primitives::Vec<typename R::Input, L> part;
+    Loaded<R, L> part;
 #pragma unroll
-    for (unsigned k = 0; k < L; ++k) part.elem[k] = v.elem[s * L + k];
-    write_row_part(u, part, first_row + s, out);
+    for (unsigned k = 0; k < L; ++k) {
+      part.x.elem[k] = v.x.elem[s * L + k];
+      if constexpr (two_inputs_v<R>) part.y.elem[k] = v.y.elem[s * L + k];
+    }
+    out[first_row + s] = row_part_result(red, part);
   }
 }
 
 // Row `row` of V / K elements read on its own (a row past the last whole vector), written as
 // write_rows_of_vector writes the others: the same bits for equal rows wherever they lie.
 template <unsigned K, unsigned V, class R>
-__device__ __forceinline__ void write_row_alone(const R& u, const typename R::Input* in, std::size_t row,
+__device__ __forceinline__ void write_row_alone(const R& red, const inputs_t<R>& in, std::size_t row,
                                                 typename R::Out* out) {
   constexpr unsigned L = V / K;
-  primitives::Vec<typename R::Input, L> part;
+  Loaded<R, L> part;
 #pragma unroll
-  for (unsigned k = 0; k < L; ++k) part.elem[k] = in[row * L + k];
-  write_row_part(u, part, row, out);
+  for (unsigned k = 0; k < L; ++k) {
+    part.x.elem[k] = in.x[row * L + k];
+    if constexpr (two_inputs_v<R>) part.y.elem[k] = in.y[row * L + k];
+  }
+  out[row] = row_part_result(red, part);
+}
+
+// The lanes of one row (`width` of them, a power of two up to 32, aligned) meet in a butterfly
+// of shuffles (a fixed order); the row's first lane writes it.
+template <class R>
+__device__ __forceinline__ void meet_and_write(const R& u, typename R::Acc acc, unsigned width, bool write,
+                                               std::size_t row, typename R::Out* out) {
+  for (unsigned offset = width / 2; offset > 0; offset /= 2) acc = u.combine(acc, primitives::shfl_xor(acc, offset));
+  if (write) write_result(u, out, row, u.partial(acc));
 }
 
 // Back-to-back rows of a 16-byte aligned input whose rows are 1 to 64 whole vectors (a power of
-// two, `lanes`) or 2 or 4 to a vector (AxisPath::RowsLanes; the built-in ops). The rows are one
-// array of vectors: a warp loads kLanesUnroll runs of 32 adjacent vectors before it reduces any,
-// each lane folds its vector (two, for rows of 64) from the empty state, and the lanes of one row
-// meet in a butterfly of shuffles (a fixed order); the row's first lane writes it. Rows of part of
-// a vector are folded and written by the lane that holds them; those that end in a last partial
-// vector are the first block's, a thread each, folded alike. No shared memory and no barrier: on
-// an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the 1-D GB/s on
-// the tile kernel (staging, then 2-byte reads from shared memory) and a warp a row (one or two
-// loads a lane in flight), at 83-98% here (docs/notes.md, "Rows as one array of vectors"). Eight
-// rows a vector (bfloat16 rows of one element) ran 3.6x slower than the tile kernel: eight scalar
-// stores a lane.
+// two, `lanes`) or 2 or 4 to a vector (AxisPath::RowsLanes; every commutative reduction whose
+// inputs fill 16-byte vectors, for the row sizes axis_dispatch.cuh's kLanesRows gives it). The
+// rows are one array of vectors: a warp loads kLanesUnroll runs of 32 adjacent vectors before it
+// reduces any, each lane folds its vector (two, for rows of 64) from the empty state, and the
+// lanes of one row meet in a butterfly of shuffles (a fixed order); the row's first lane writes
+// it. A row's unit (at(), the moments' shift) takes the row's first element from the lane that
+// holds it. Rows of part of a vector are folded and written by the lane that holds them; those
+// that end in a last partial vector are the first block's, a thread each, folded alike. No shared
+// memory and no barrier: on an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the 1-D GB/s on the tile kernel (staging, then 2-byte reads
+// from shared memory) and a warp a row (one or two loads a lane in flight), at 83-98% here
+// (docs/notes.md, "Rows as one array of vectors"). Eight rows a vector (bfloat16 rows of one
+// element) ran 3.6x slower than the tile kernel: eight scalar stores a lane.
 template <unsigned V, class R>
 __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> args, R red) {
   using T = typename R::Input;
   using Acc = typename R::Acc;
-  using primitives::Vec;
   constexpr unsigned U = kLanesUnroll;
-  static_assert(V * sizeof(T) == 16 && !two_inputs_v<R>, "one input read by 16-byte vectors");
+  static_assert(V * sizeof(T) == 16, "inputs read by 16-byte vectors");
   static_assert(U % 2 == 0, "rows of 64 vectors take two runs");
-  const R u = red.at(nullptr);  // (the built-in ops: the reduction itself)
-  const Vec<T, V>* in = reinterpret_cast<const Vec<T, V>*>(args.in);
   const unsigned lane = threadIdx.x % 32;
   const unsigned lanes = args.lanes;
   const unsigned shift = static_cast<unsigned>(__ffs(static_cast<int>(lanes)) - 1);
@@ -281,23 +327,26 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
   for (std::size_t run = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32; run < runs;
        run += std::size_t(gridDim.x) * kAxisWarps) {
     const std::size_t first = run * 32 * U + lane;
-    Vec<T, V> v[U];
+    Loaded<R, V> v[U];
 #pragma unroll
     for (unsigned k = 0; k < U; ++k) {
-      if (first + k * 32 < args.vectors) v[k] = primitives::load_vec<primitives::LoadHint::ReadOnly>(in + first + k * 32);
+      if (first + k * 32 < args.vectors) v[k] = load_vector<V, primitives::LoadHint::ReadOnly, R>(args.in, 0, first + k * 32);
     }
     if (lanes == 64) {
       // Rows of 64 vectors: a lane's runs k and k + 1 (k even) hold its two vectors of one row, from
-      // a multiple of 64 on; they meet, then the 32 lanes do.
+      // a multiple of 64 on (lane 0's first is the row's first element); they meet, then the 32
+      // lanes do.
 #pragma unroll
       for (unsigned k = 0; k < U; k += 2) {
         const std::size_t j = first + k * 32;
+        const bool mine = j < args.vectors;  // (and so is j + 32: rows are whole)
+        const R u = row_unit_from(red, v[k], 0, mine);
         Acc acc = u.identity();
-        if (j < args.vectors) {  // (and so is j + 32: rows are whole)
-          acc = u.value(u.fold_vec(u.fold_vec(u.start(), v[k], std::size_t(lane) * V), v[k + 1], std::size_t(lane + 32) * V));
+        if (mine) {
+          acc = u.value(fold_loaded(u, fold_loaded(u, u.start(), v[k], std::size_t(lane) * V), v[k + 1],
+                                    std::size_t(lane + 32) * V));
         }
-        for (unsigned offset = 16; offset > 0; offset /= 2) acc = u.combine(acc, primitives::shfl_xor(acc, offset));
-        if (j < args.vectors && lane == 0) write_result(u, args.out, j >> 6, u.partial(acc));
+        meet_and_write(u, acc, 32, mine && lane == 0, j >> 6, args.out);
       }
     } else if (args.rows_per_vector == 1) {
 #pragma unroll
@@ -305,11 +354,9 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
         const std::size_t j = first + k * 32;
         const bool mine = j < args.vectors;  // (a row's lanes are all in or all out: rows are whole vectors)
         const unsigned rank = static_cast<unsigned>(j) & (lanes - 1);
-        Acc acc = mine ? u.value(u.fold_vec(u.start(), v[k], std::size_t(rank) * V)) : u.identity();
-        for (unsigned offset = lanes / 2; offset > 0; offset /= 2) {
-          acc = u.combine(acc, primitives::shfl_xor(acc, offset));
-        }
-        if (mine && rank == 0) write_result(u, args.out, j >> shift, u.partial(acc));
+        const R u = row_unit_from(red, v[k], lane - rank, mine);
+        const Acc acc = mine ? u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)) : u.identity();
+        meet_and_write(u, acc, lanes, mine && rank == 0, j >> shift, args.out);
       }
     } else {
 #pragma unroll
@@ -317,9 +364,9 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
         const std::size_t j = first + k * 32;
         if (j >= args.vectors) continue;
         const std::size_t row = j * args.rows_per_vector;
-        if (args.rows_per_vector == 2) write_rows_of_vector<2, V>(u, v[k], row, args.out);
+        if (args.rows_per_vector == 2) write_rows_of_vector<2, V>(red, v[k], row, args.out);
         if constexpr (V >= 4) {
-          if (args.rows_per_vector == 4) write_rows_of_vector<4, V>(u, v[k], row, args.out);
+          if (args.rows_per_vector == 4) write_rows_of_vector<4, V>(red, v[k], row, args.out);
         }
       }
     }
@@ -327,9 +374,9 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
   if (blockIdx.x == 0 && args.rows_per_vector > 1) {
     const std::size_t r = args.vectors * args.rows_per_vector + threadIdx.x;
     if (r < args.rows) {
-      if (args.rows_per_vector == 2) write_row_alone<2, V>(u, args.in, r, args.out);
+      if (args.rows_per_vector == 2) write_row_alone<2, V>(red, args.in, r, args.out);
       if constexpr (V >= 4) {
-        if (args.rows_per_vector == 4) write_row_alone<4, V>(u, args.in, r, args.out);
+        if (args.rows_per_vector == 4) write_row_alone<4, V>(red, args.in, r, args.out);
       }
     }
   }

@@ -6,8 +6,9 @@
 //                16-byte loads, then groups of threads reduce a row each (rows up to 256 bytes,
 //                1 KB for the statistics and other reductions that are not built-in ops);
 //   RowsLanes    back-to-back rows of a 16-byte aligned input, each a power of two of 16-byte
-//                vectors up to 64 (1 KB) or part of one vector (2 or 4 rows a vector), for the
-//                built-in ops: a warp reads 32 adjacent vectors at a time, four such runs in
+//                vectors up to 64 (1 KB) or part of one vector (2 or 4 rows a vector), for
+//                commutative reductions whose inputs fill 16-byte vectors (two inputs: both
+//                aligned): a warp reads 32 adjacent vectors at a time, four such runs in
 //                flight, and the lanes that hold one row meet in shuffles;
 //   RowsWarp     rows whose elements are contiguous (length_stride 1): a warp per row;
 //   RowsBlock    long rows: a block per row, or per piece of a row (partials and a combine kernel)
@@ -118,16 +119,25 @@ inline AxisLayout length_one_as_rows(const AxisLayout& l) {
   return rows;
 }
 
-// RowsLanes takes the layout (when its input is 16-byte aligned): rows back to back whose bytes are
-// 16 times a power of two up to 64 (vectors a row), or 2 or 4 rows to a 16-byte vector.
-bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size);
+// The rows RowsLanes takes for a reduction (its inputs 16-byte aligned): bit b of `mask` for rows
+// of 2^b whole 16-byte vectors (b = 0 to 6), kHalves and kQuarters for 2 and 4 rows a vector.
+struct LanesRows {
+  static constexpr unsigned kHalves = 1u << 7, kQuarters = 1u << 8, kAll = 0x1ffu;
+  static constexpr unsigned kOneOrSixtyFourVectors = 1u | (1u << 6);
+  unsigned mask = 0;  // 0: none
+};
+
+// RowsLanes takes the layout (when its inputs are 16-byte aligned): rows back to back whose bytes
+// are 16 times a power of two up to 64 (vectors a row), or 2 or 4 rows to a 16-byte vector, of
+// the sizes in `rows`.
+bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows rows = {LanesRows::kAll});
 
 // tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors);
-// tile_row_max: the longest row in bytes that takes it; map_ok: the reduction takes Map; lanes_ok:
-// it takes RowsLanes (a built-in op whose input is 16-byte aligned), for the rows that fit.
+// tile_row_max: the longest row in bytes that takes it; map_ok: the reduction takes Map; lanes:
+// the rows it takes RowsLanes for (a commutative reduction whose inputs are 16-byte aligned).
 AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool reproducible_sum, int sms,
                           bool tile_ok = true, std::size_t tile_row_max = kAxisPolicy.tile_row_max_bytes,
-                          bool map_ok = false, bool lanes_ok = false);
+                          bool map_ok = false, LanesRows lanes = {});
 
 struct AxisPlan {
   AxisPath path = AxisPath::Nothing;

@@ -31,6 +31,19 @@ __device__ __forceinline__ T redux(T value) {
   else return static_cast<T>(__reduce_xor_sync(kFullMask, bits));
 }
 
+// A trivially copyable value moved word by word by `shfl` (a shuffle of one 32-bit word).
+template <class T, class F>
+__device__ __forceinline__ T shfl_words(const T& value, const F& shfl) {
+  constexpr unsigned kWords = (sizeof(T) + 3) / 4;
+  unsigned words[kWords] = {};
+  __builtin_memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (unsigned i = 0; i < kWords; ++i) words[i] = shfl(words[i]);
+  T out = value;
+  __builtin_memcpy(&out, words, sizeof(T));
+  return out;
+}
+
 // __shfl_xor_sync for any trivially copyable type: arithmetic types narrower than 32 bits (bool,
 // 8- and 16-bit integers) travel in an int and come back unchanged; other types (half, structs
 // such as an arg-extreme's value and index) travel word by word.
@@ -41,28 +54,20 @@ __device__ __forceinline__ T shfl_xor(T value, unsigned offset) {
   } else if constexpr (std::is_arithmetic_v<T>) {
     return __shfl_xor_sync(kFullMask, value, offset);
   } else {
-    constexpr unsigned kWords = (sizeof(T) + 3) / 4;
-    unsigned words[kWords] = {};
-    __builtin_memcpy(words, &value, sizeof(T));
-#pragma unroll
-    for (unsigned i = 0; i < kWords; ++i) words[i] = __shfl_xor_sync(kFullMask, words[i], offset);
-    T out;
-    __builtin_memcpy(&out, words, sizeof(T));
-    return out;
+    return shfl_words(value, [offset](unsigned w) { return __shfl_xor_sync(kFullMask, w, offset); });
   }
 }
 
 // __shfl_down_sync for any trivially copyable type, word by word.
 template <class T>
 __device__ __forceinline__ T shfl_down(const T& value, unsigned offset) {
-  constexpr unsigned kWords = (sizeof(T) + 3) / 4;
-  unsigned words[kWords] = {};
-  __builtin_memcpy(words, &value, sizeof(T));
-#pragma unroll
-  for (unsigned i = 0; i < kWords; ++i) words[i] = __shfl_down_sync(kFullMask, words[i], offset);
-  T out = value;
-  __builtin_memcpy(&out, words, sizeof(T));
-  return out;
+  return shfl_words(value, [offset](unsigned w) { return __shfl_down_sync(kFullMask, w, offset); });
+}
+
+// __shfl_sync for any trivially copyable type, word by word: lane `src`'s value.
+template <class T>
+__device__ __forceinline__ T shfl_idx(const T& value, unsigned src) {
+  return shfl_words(value, [src](unsigned w) { return __shfl_sync(kFullMask, w, src); });
 }
 
 // Butterfly reduction with register shuffles: every lane ends with the warp's result.
