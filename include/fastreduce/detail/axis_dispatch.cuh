@@ -86,13 +86,6 @@ constexpr unsigned lanes_rows_mask() {
 }
 template <class R>
 inline constexpr LanesRows kLanesRows{lanes_rows_mask<R>()};
-// The inputs start on a 16-byte boundary (RowsLanes reads them from there).
-template <class R>
-bool inputs_aligned16(const inputs_t<R>& in) {
-  bool aligned = reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
-  if constexpr (two_inputs_v<R>) aligned = aligned && reinterpret_cast<std::uintptr_t>(in.y) % 16 == 0;
-  return aligned;
-}
 
 template <class R, unsigned V>
 struct AxisKernels {

@@ -146,6 +146,15 @@ struct Launch {
   unsigned* counter = nullptr;  // Options::finish_counter where the route finishes in its last block
 };
 
+// Every input starts on a 16-byte boundary (RowsLanes and Mode::Exact's term lanes read them from
+// there).
+template <class R>
+bool inputs_aligned16(const inputs_t<R>& in) {
+  bool aligned = reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
+  if constexpr (two_inputs_v<R>) aligned = aligned && reinterpret_cast<std::uintptr_t>(in.y) % 16 == 0;
+  return aligned;
+}
+
 // Whether the inputs can be read by vectors: one input always (its head is peeled); two when
 // their elements have the same size and the same offset from a 16-byte boundary. Ordered paths
 // need the one input 16-byte aligned.
@@ -414,12 +423,8 @@ cudaError_t launch_planned(const Launch& plan, void* d_temp, const inputs_t<R>& 
       using O = typename R::Out;  // float, or (Narrowed) the L2 norm's in a half input's own type
       auto* rows = static_cast<unsigned long long*>(d_temp);
       const T* y = nullptr;
-      bool aligned = reinterpret_cast<std::uintptr_t>(in.x) % 16 == 0;
-      if constexpr (kTerm == LaneTerm::Product) {
-        y = in.y;
-        aligned = aligned && reinterpret_cast<std::uintptr_t>(in.y) % 16 == 0;
-      }
-      const TermArgs<T, O> args{in.x, y, n, plan.repro.tiles, aligned, rows, d_out};
+      if constexpr (kTerm == LaneTerm::Product) y = in.y;
+      const TermArgs<T, O> args{in.x, y, n, plan.repro.tiles, inputs_aligned16<R>(in), rows, d_out};
       cudaError_t status = launch(exact_terms_kernel<T, kTerm, O>, r.grid, kReproThreads, 0, stream, false, args);
       if (status == cudaSuccess && r.combine_kernel) {
         status = launch(exact_terms_finish_kernel<kTerm, O>, 1, kReproThreads, 0, stream, r.dependent_launch,
