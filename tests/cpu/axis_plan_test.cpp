@@ -142,9 +142,8 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   EXPECT_FALSE(fits({.outer = 7, .length = 16, .length_stride = 2}, 4));
   EXPECT_TRUE(fits({.outer = 1, .length = 16}, 4));
 
-  // A reduction's own set of row sizes (accumulators wider than 8 bytes over 4-byte elements: rows
-  // of one or 64 vectors and of part of one; results wider than 4 bytes: no quarters).
-  const eng::LanesRows some{eng::LanesRows::kOneOrSixtyFourVectors | eng::LanesRows::kHalves};
+  // A set of row sizes (rows of one or 64 vectors and halves of one, not quarters).
+  const eng::LanesRows some{1u | (1u << 6) | eng::LanesRows::kHalves};
   auto fits_some = [&](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem, some); };
   for (std::size_t length : {4, 256}) EXPECT_TRUE(fits_some({.outer = 7, .length = length}, 4)) << length;
   for (std::size_t length : {8, 16, 32, 64, 128}) EXPECT_FALSE(fits_some({.outer = 7, .length = length}, 4)) << length;

@@ -210,11 +210,20 @@ struct OutOf<T, Op, true> {
 template <class T, class Op>
 using Out = typename OutOf<T, Op>::type;
 
+// Two results of one call (an arg-extreme compared by value and index, not by padding bytes).
+template <class O>
+bool same_result(const O& a, const O& b) {
+  if constexpr (requires { a.index; }) return same_bits(a.value, b.value) && a.index == b.index;
+  else return same_bits(a, b);
+}
+
 // op along layout l, the input at `offset` elements from an allocation's start, its values moved
-// by `center` (floating-point types).
+// by `center` (floating-point types). `same_rows`: every output's elements are output 0's, and
+// every result must have its bits (the order a reduction's parts meet in does not depend on where
+// the output lies).
 template <class T, class Op>
 void check_layout(const Op& op, const char* what, const Layout& l, std::size_t offset, std::mt19937_64& rng,
-                  const fr::Options& opt = {}, double center = 0) {
+                  const fr::Options& opt = {}, double center = 0, bool same_rows = false) {
   const bool ties = fr::is_arg_op_v<Op>;
   auto hx = fresh_values<T>(l.storage + offset, rng, ties);
   auto hy = fresh_values<T>(l.storage + offset, rng, ties);
@@ -227,7 +236,16 @@ void check_layout(const Op& op, const char* what, const Layout& l, std::size_t o
     }
   }
   if constexpr (std::is_floating_point_v<T>) {
-    if (fr::is_arg_op_v<Op> && l.storage > 100) hx[offset + l.storage / 3] = NAN;  // the first NaN wins
+    if (fr::is_arg_op_v<Op> && l.storage > 100 && !same_rows) hx[offset + l.storage / 3] = NAN;  // the first NaN wins
+  }
+  if (same_rows) {
+    for (std::size_t q = 1; q < l.outputs(); ++q) {
+      for (std::size_t k = 0; k < l.axis.length; ++k) {
+        const auto to = std::size_t(std::int64_t(offset) + l.at(q, k)), from = std::size_t(std::int64_t(offset) + l.at(0, k));
+        hx[to] = hx[from];
+        hy[to] = hy[from];
+      }
+    }
   }
   Device<T> dx(hx), dy(hy);
   const T* x = dx.buffer.get() + offset + l.base;
@@ -254,6 +272,7 @@ void check_layout(const Op& op, const char* what, const Layout& l, std::size_t o
     }
     ASSERT_TRUE(check_output<T>(op, ex, ey, got[q]))
         << what << " " << l.name << " output " << q << " offset " << offset << " max_blocks " << opt.max_blocks;
+    if (same_rows) ASSERT_TRUE(same_result(got[q], got[0])) << what << " " << l.name << ": output " << q << "'s bits";
   }
 }
 
@@ -474,7 +493,7 @@ TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
 // mid: rows of 2 to 32 vectors take the path (not for accumulators wider than 8 bytes over
 // elements of 4 bytes or more); parts: rows of part of a vector do (not for results of 16 bytes).
 template <class T, class Op>
-void check_lanes_rows(const Op& op, const char* what, bool mid, bool parts, double center = 0) {
+void check_lanes_rows(const Op& op, const char* what, bool parts, double center = 0) {
   std::mt19937_64 rng(test_seed());
   DeviceBuffer<T> probe(64);  // (planning reads the addresses only)
   for (std::size_t row_bytes = 4; row_bytes <= 1024; row_bytes *= 2) {
@@ -488,6 +507,9 @@ void check_lanes_rows(const Op& op, const char* what, bool mid, bool parts, doub
         check_layout<T>(op, what, l, 0, rng, opt, center);
         if (::testing::Test::HasFatalFailure()) return;
       }
+      // Equal rows, equal bits: a row's lanes meet in one order whichever run, lane or block holds it.
+      check_layout<T>(op, what, l, 0, rng, {}, center, true);
+      if (::testing::Test::HasFatalFailure()) return;
       for (std::size_t shift : {std::size_t(0), std::size_t(1)}) {
         namespace eng = fr::engine;
         eng::AxisPlan plan{};
@@ -501,8 +523,7 @@ void check_lanes_rows(const Op& op, const char* what, bool mid, bool parts, doub
         }
         // (Rows of one element of 4 or 8 bytes other than the arg-extremes' take the map kernel.)
         const bool map = length == 1 && !fr::is_arg_op_v<Op>;
-        const std::size_t vectors = row_bytes / 16;
-        const bool lanes = row_bytes < 16 ? parts : vectors == 1 || vectors == 64 || mid;
+        const bool lanes = row_bytes >= 16 || parts;
         const eng::AxisPath want = map                     ? eng::AxisPath::Map
                                    : shift == 0 && lanes ? eng::AxisPath::RowsLanes
                                                          : eng::AxisPath::RowsTile;
@@ -514,26 +535,26 @@ void check_lanes_rows(const Op& op, const char* what, bool mid, bool parts, doub
 
 TEST(Family, RowsLanes) {
   FASTREDUCE_REQUIRE_GPU();
-  constexpr bool kMid = true, kParts = true;
-  check_lanes_rows<float>(fr::ArgMax{}, "float argmax", !kMid, !kParts);
-  check_lanes_rows<std::int16_t>(fr::ArgMin{}, "int16 argmin", kMid, !kParts);
-  check_lanes_rows<std::uint8_t>(fr::ArgMax{}, "uint8 argmax", kMid, !kParts);
-  check_lanes_rows<double>(fr::ArgMin{}, "double argmin", !kMid, !kParts);
-  check_lanes_rows<float>(fr::Mean{}, "float mean", !kMid, kParts);
-  check_lanes_rows<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean", kMid, kParts);
-  check_lanes_rows<double>(fr::Mean{}, "double mean", !kMid, kParts, 1e9);
-  check_lanes_rows<float>(fr::Var{1}, "float var", !kMid, kParts, 1e7);
-  check_lanes_rows<__half>(fr::Std{0}, "half std", kMid, kParts, 1000);
-  check_lanes_rows<double>(fr::Var{1}, "double var", !kMid, kParts, 1e9);
-  check_lanes_rows<std::int32_t>(fr::Std{1}, "int32 std", !kMid, kParts);
-  check_lanes_rows<float>(fr::NormL1{}, "float L1", kMid, kParts);
-  check_lanes_rows<__nv_bfloat16>(fr::NormL2{}, "bfloat16 L2", kMid, kParts);
-  check_lanes_rows<double>(fr::NormL2{}, "double L2", !kMid, kParts);
-  check_lanes_rows<float>(fr::NormInf{}, "float Linf", kMid, kParts);
-  check_lanes_rows<float>(fr::Dot{}, "float dot", kMid, kParts);
-  check_lanes_rows<__nv_bfloat16>(fr::Dot{}, "bfloat16 dot", kMid, kParts);
-  check_lanes_rows<std::int32_t>(fr::Dot{}, "int32 dot", kMid, kParts);
-  check_lanes_rows<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares", kMid, kParts);
+  constexpr bool kParts = true;
+  check_lanes_rows<float>(fr::ArgMax{}, "float argmax", !kParts);
+  check_lanes_rows<std::int16_t>(fr::ArgMin{}, "int16 argmin", !kParts);
+  check_lanes_rows<std::uint8_t>(fr::ArgMax{}, "uint8 argmax", !kParts);
+  check_lanes_rows<double>(fr::ArgMin{}, "double argmin", !kParts);
+  check_lanes_rows<float>(fr::Mean{}, "float mean", kParts);
+  check_lanes_rows<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean", kParts);
+  check_lanes_rows<double>(fr::Mean{}, "double mean", kParts, 1e9);
+  check_lanes_rows<float>(fr::Var{1}, "float var", kParts, 1e7);
+  check_lanes_rows<__half>(fr::Std{0}, "half std", kParts, 1000);
+  check_lanes_rows<double>(fr::Var{1}, "double var", kParts, 1e9);
+  check_lanes_rows<std::int32_t>(fr::Std{1}, "int32 std", kParts);
+  check_lanes_rows<float>(fr::NormL1{}, "float L1", kParts);
+  check_lanes_rows<__nv_bfloat16>(fr::NormL2{}, "bfloat16 L2", kParts);
+  check_lanes_rows<double>(fr::NormL2{}, "double L2", kParts);
+  check_lanes_rows<float>(fr::NormInf{}, "float Linf", kParts);
+  check_lanes_rows<float>(fr::Dot{}, "float dot", kParts);
+  check_lanes_rows<__nv_bfloat16>(fr::Dot{}, "bfloat16 dot", kParts);
+  check_lanes_rows<std::int32_t>(fr::Dot{}, "int32 dot", kParts);
+  check_lanes_rows<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares", kParts);
 }
 
 // The map kernel with a grid far smaller than its outputs (each thread takes several passes).
@@ -561,13 +582,6 @@ TEST(Family, LengthOneWithFewBlocks) {
           << blocks << " blocks, output " << q;
     }
   }
-}
-
-// Two results of one call (an arg-extreme compared by value and index, not by padding bytes).
-template <class O>
-bool same_result(const O& a, const O& b) {
-  if constexpr (requires { a.index; }) return same_bits(a.value, b.value) && a.index == b.index;
-  else return same_bits(a, b);
 }
 
 // Options::finish_counter (a grid of several blocks finishes in its last block) on the family:

@@ -56,29 +56,21 @@ constexpr bool lanes_ok() {
 }
 template <class R>
 inline constexpr bool kLanesOk = lanes_ok<R>();
-// The rows RowsLanes takes for R. Every fitting row for the built-in ops, two inputs (the tile
-// kernel stages both: the dot product ran 1.4-1.9x faster here on every row size) and
-// accumulators of up to 8 bytes. Wider ones (the moments, the arg-extremes, Mode::Exact's checks
-// of the L2 norm and variance) over elements of 4 bytes or more take rows of one or of 64 vectors
-// only: their butterfly over 2 to 32 lanes of a row, a shuffle a word each step, ran slower than
-// the tile kernel's vectors from shared memory (H200, float rows of 8 to 128: mean, variance and
-// argmax 0.79-0.98x); over 2-byte elements, which the tile kernel reads one at a time, every row
-// ran faster (bfloat16: 1.1-1.9x). Rows of part of a vector where a vector's results fit in 16
-// bytes (not the arg-extremes', 16 bytes each, whose rows of one or two floats ran 2-3x slower:
-// a lane's two or four results are stores 32 or 64 bytes apart). docs/notes.md, "Rows as one
-// array of vectors for every op".
+// The rows RowsLanes takes for R: every fitting row, but rows of part of a vector only where a
+// vector's results fit in 16 bytes (not the arg-extremes', 16 bytes each, whose rows of one or two
+// floats ran 2-3x slower: a lane's two or four results are stores 32 or 64 bytes apart). Wider
+// accumulators (the moments, the arg-extremes, Mode::Exact's checks of the L2 norm and variance)
+// took rows of one or 64 vectors only while their lanes met in a butterfly a run (float rows of 8
+// to 128: 0.79-0.98x of the tile kernel, H200); with the reduce-scatter they ran 1.01-1.39x faster
+// than the tile kernel there. docs/notes.md, "Rows as one array of vectors for every op" and "The
+// lanes of a row meet by a reduce-scatter".
 template <class R>
 constexpr unsigned lanes_rows_mask() {
   if constexpr (!kLanesOk<R>) {
     return 0;
-  } else if constexpr (is_builtin_v<R>) {
-    return LanesRows::kAll;
   } else {
     using O = typename R::Out;
     unsigned mask = LanesRows::kAll;
-    if constexpr (!two_inputs_v<R> && sizeof(typename R::Acc) > 8 && sizeof(typename R::Input) >= 4) {
-      mask = LanesRows::kOneOrSixtyFourVectors | LanesRows::kHalves | LanesRows::kQuarters;
-    }
     if constexpr (2 * sizeof(O) > 16) mask &= ~LanesRows::kHalves;
     if constexpr (4 * sizeof(O) > 16) mask &= ~LanesRows::kQuarters;
     return mask;
@@ -95,8 +87,14 @@ struct AxisKernels {
   }
   // (Two inputs that are 16-byte aligned are read by vectors: V is kVecOf<R>.)
   static constexpr bool lanes_ok = kLanesOk<R> && V * sizeof(typename R::Input) == 16;
+  // Rows of 2 to 64 vectors of a reduction other than the built-in ops: the reduce-scatter's
+  // kernel (axis_lanes_kernel's Across).
+  static bool lanes_across(std::size_t length) {
+    return !is_builtin_v<R> && length * sizeof(typename R::Input) >= 2 * 16;
+  }
+  template <bool Across>
   static constexpr auto lanes() {
-    if constexpr (lanes_ok) return axis_lanes_kernel<V, R>;
+    if constexpr (lanes_ok) return axis_lanes_kernel<V, R, Across && !is_builtin_v<R>>;
     else return nullptr;
   }
   static constexpr auto rows_warp = axis_rows_kernel<32, V, R>;
@@ -238,7 +236,10 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         if constexpr (kTileOk<R>) status = kernel_facts<K::tile(), kAxisThreads>(device, main);
         break;
       case AxisPath::RowsLanes:
-        if constexpr (K::lanes_ok) status = kernel_facts<K::lanes(), kAxisThreads>(device, main);
+        if constexpr (K::lanes_ok) {
+          status = K::lanes_across(out.layout.length) ? kernel_facts<K::template lanes<true>(), kAxisThreads>(device, main)
+                                                      : kernel_facts<K::template lanes<false>(), kAxisThreads>(device, main);
+        }
         break;
       case AxisPath::RowsWarp: status = kernel_facts<K::rows_warp, kAxisThreads>(device, main); break;
       case AxisPath::RowsBlock:
@@ -390,10 +391,9 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
         return cudaErrorNotSupported;
       case AxisPath::RowsLanes:
         if constexpr (K::lanes_ok) {
-          return launch(K::lanes(), Q.grid, T_, 0, stream, false,
-                        LanesArgs<R>{in, L.outputs(), L.length, Q.chunk, Q.group,
-                                     static_cast<unsigned>(Q.rows_per_tile), d_out},
-                        red);
+          const LanesArgs<R> args{in, L.outputs(), L.length, Q.chunk, Q.group, static_cast<unsigned>(Q.rows_per_tile), d_out};
+          return K::lanes_across(L.length) ? launch(K::template lanes<true>(), Q.grid, T_, 0, stream, false, args, red)
+                                           : launch(K::template lanes<false>(), Q.grid, T_, 0, stream, false, args, red);
         }
         return cudaErrorNotSupported;
       case AxisPath::RowsWarp:

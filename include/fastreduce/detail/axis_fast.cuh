@@ -300,26 +300,59 @@ __device__ __forceinline__ void meet_and_write(const R& u, typename R::Acc acc, 
   if (write) write_result(u, out, row, u.partial(acc));
 }
 
+// A lane's accumulators of M runs' rows (one a run), with the rows' units.
+template <class R, unsigned M>
+struct HeldRuns {
+  Units<R, M> units;
+  typename R::Acc acc[M];
+};
+
+// One step of a reduce-scatter across lanes `o` apart (a power of two, inside rows of 2 * o lanes
+// or more): a lane keeps half of its runs, the first half where its bit o is clear, each met with
+// its partner's accumulator of the same row, the lower lane's first. Every lane's row then gets
+// the tree the butterfly below gives its first lane (the lower half of the lanes first at each
+// step), so the bits do not depend on which lane finishes a row; one shuffle a kept run where the
+// butterfly takes one a run a step.
+template <class R, unsigned M>
+__device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>& h, unsigned o, bool upper) {
+  constexpr unsigned H = M / 2;
+  using primitives::pick_words;
+  HeldRuns<R, H> kept{make_units<R, H>([&](unsigned i) { return pick_words(upper, h.units.u[H + i], h.units.u[i]); }),
+                      {}};
+#pragma unroll
+  for (unsigned i = 0; i < H; ++i) {
+    const typename R::Acc got = primitives::shfl_xor(pick_words(upper, h.acc[i], h.acc[H + i]), o);
+    kept.acc[i] = kept.units.u[i].combine(pick_words(upper, got, h.acc[i]), pick_words(upper, h.acc[H + i], got));
+  }
+  return kept;
+}
+
 // Back-to-back rows of a 16-byte aligned input whose rows are 1 to 64 whole vectors (a power of
 // two, `lanes`) or 2 or 4 to a vector (AxisPath::RowsLanes; every commutative reduction whose
 // inputs fill 16-byte vectors, for the row sizes axis_dispatch.cuh's kLanesRows gives it). The
 // rows are one array of vectors: a warp loads kLanesUnroll runs of 32 adjacent vectors before it
 // reduces any, each lane folds its vector (two, for rows of 64) from the empty state, and the
 // lanes of one row meet in a butterfly of shuffles (a fixed order); the row's first lane writes
-// it. A row's unit (at(), the moments' shift) takes the row's first element from the lane that
+// it. The reductions other than the built-in ops take a kernel of their own (`Across`) for rows
+// of 2 to 64 vectors, where the lanes meet by a reduce-scatter of the runs' rows (scatter_runs:
+// a quarter to a half of the butterfly's shuffles, the same bits), and keep the butterfly's
+// kernel for the rest: the scatter holds two accumulators live, whose registers (the moments' 64
+// -> 79 in one kernel) cost bfloat16 variances over rows of one vector or less 19-23%, H200. The
+// built-in ops keep a butterfly a run on every row (the scatter not measured for them). A row's unit (at(), the moments' shift) takes the row's first element from the lane that
 // holds it. Rows of part of a vector are folded and written by the lane that holds them; those
 // that end in a last partial vector are the first block's, a thread each, folded alike. No shared
 // memory and no barrier: on an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the 1-D GB/s on the tile kernel (staging, then 2-byte reads
 // from shared memory) and a warp a row (one or two loads a lane in flight), at 83-98% here
 // (docs/notes.md, "Rows as one array of vectors"). Eight rows a vector (bfloat16 rows of one
 // element) ran 3.6x slower than the tile kernel: eight scalar stores a lane.
-template <unsigned V, class R>
+template <unsigned V, class R, bool Across>
 __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> args, R red) {
   using T = typename R::Input;
   using Acc = typename R::Acc;
   constexpr unsigned U = kLanesUnroll;
   static_assert(V * sizeof(T) == 16, "inputs read by 16-byte vectors");
-  static_assert(U % 2 == 0, "rows of 64 vectors take two runs");
+  static_assert(U == 4, "rows of 64 vectors take two runs; the reduce-scatter halves four runs in pairs");
+  static_assert(!Across || !is_builtin_v<R>, "the built-in ops take one kernel for every row");
   const unsigned lane = threadIdx.x % 32;
   const unsigned lanes = args.lanes;
   const unsigned shift = static_cast<unsigned>(__ffs(static_cast<int>(lanes)) - 1);
@@ -332,10 +365,28 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
     for (unsigned k = 0; k < U; ++k) {
       if (first + k * 32 < args.vectors) v[k] = load_vector<V, primitives::LoadHint::ReadOnly, R>(args.in, 0, first + k * 32);
     }
-    if (lanes == 64) {
-      // Rows of 64 vectors: a lane's runs k and k + 1 (k even) hold its two vectors of one row, from
-      // a multiple of 64 on (lane 0's first is the row's first element); they meet, then the 32
-      // lanes do.
+    if (Across && lanes == 64) {
+      // Rows of 64 vectors: a lane's runs 2p and 2p + 1 hold its two vectors of row p (of two), from
+      // a multiple of 64 on (lane 0's first is the row's first element); they meet, the lanes 16
+      // apart scatter the two rows (lanes 0-15 keep the first), then 16 lanes meet in each.
+      HeldRuns<R, 2> h{make_units<R, 2>([&](unsigned p) {
+                         return row_unit_from(red, v[2 * p], 0, first + 2 * p * 32 < args.vectors);
+                       }),
+                       {}};
+#pragma unroll
+      for (unsigned p = 0; p < 2; ++p) {
+        const R& u = h.units.u[p];
+        h.acc[p] = first + 2 * p * 32 < args.vectors
+                       ? u.value(fold_loaded(u, fold_loaded(u, u.start(), v[2 * p], std::size_t(lane) * V),
+                                             v[2 * p + 1], std::size_t(lane + 32) * V))
+                       : u.identity();
+      }
+      const bool upper = (lane & 16) != 0;
+      const HeldRuns<R, 1> row = scatter_runs(h, 16, upper);
+      const std::size_t j = first + (upper ? 2 : 0) * 32;
+      meet_and_write(row.units.u[0], row.acc[0], 16, j < args.vectors && (lane & 15) == 0, j >> 6, args.out);
+    } else if (lanes == 64) {
+      // (The built-in ops: a lane's runs k and k + 1 (k even) meet, then the 32 lanes do.)
 #pragma unroll
       for (unsigned k = 0; k < U; k += 2) {
         const std::size_t j = first + k * 32;
@@ -347,6 +398,45 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
                                     std::size_t(lane + 32) * V));
         }
         meet_and_write(u, acc, 32, mine && lane == 0, j >> 6, args.out);
+      }
+    } else if (Across) {
+      // Rows of 2 to 32 vectors: the lanes lanes / 2 apart scatter runs 0 and 2, then 1 and 3 (the
+      // lower lanes keep 0 and 1: two accumulators live, not four), those lanes / 4 apart the two
+      // kept (rows of 2 vectors: each lane finishes two), then the lanes of each quarter of a row
+      // meet in it.
+      const unsigned rank = lane & (lanes - 1);
+      const bool upper = (lane & (lanes / 2)) != 0;
+      const auto scatter_pair = [&](unsigned k) {
+        HeldRuns<R, 2> h{make_units<R, 2>([&](unsigned i) {
+                           return row_unit_from(red, v[k + 2 * i], lane - rank, first + (k + 2 * i) * 32 < args.vectors);
+                         }),
+                         {}};
+#pragma unroll
+        for (unsigned i = 0; i < 2; ++i) {
+          const R& u = h.units.u[i];
+          h.acc[i] = first + (k + 2 * i) * 32 < args.vectors
+                         ? u.value(fold_loaded(u, u.start(), v[k + 2 * i], std::size_t(rank) * V))
+                         : u.identity();
+        }
+        return scatter_runs(h, lanes / 2, upper);
+      };
+      const HeldRuns<R, 1> a = scatter_pair(0);
+      const HeldRuns<R, 1> b = scatter_pair(1);
+      const HeldRuns<R, 2> half{make_units<R, 2>([&](unsigned i) { return i == 0 ? a.units.u[0] : b.units.u[0]; }),
+                                {a.acc[0], b.acc[0]}};
+      const unsigned k0 = upper ? U / 2 : 0;  // the runs this lane kept
+      if (lanes == 2) {
+#pragma unroll
+        for (unsigned i = 0; i < U / 2; ++i) {
+          const std::size_t j = first + (k0 + i) * 32;
+          if (j < args.vectors) write_result(half.units.u[i], args.out, j >> 1, half.units.u[i].partial(half.acc[i]));
+        }
+      } else {
+        const bool upper2 = (lane & (lanes / 4)) != 0;
+        const HeldRuns<R, 1> row = scatter_runs(half, lanes / 4, upper2);
+        const std::size_t j = first + (k0 + (upper2 ? 1 : 0)) * 32;
+        meet_and_write(row.units.u[0], row.acc[0], lanes / 4, j < args.vectors && (lane & (lanes / 4 - 1)) == 0,
+                       j >> shift, args.out);
       }
     } else if (args.rows_per_vector == 1) {
 #pragma unroll
@@ -371,7 +461,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
       }
     }
   }
-  if (blockIdx.x == 0 && args.rows_per_vector > 1) {
+  if (!Across && blockIdx.x == 0 && args.rows_per_vector > 1) {
     const std::size_t r = args.vectors * args.rows_per_vector + threadIdx.x;
     if (r < args.rows) {
       if (args.rows_per_vector == 2) write_row_alone<2, V>(red, args.in, r, args.out);

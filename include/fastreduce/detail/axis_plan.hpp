@@ -123,7 +123,6 @@ inline AxisLayout length_one_as_rows(const AxisLayout& l) {
 // of 2^b whole 16-byte vectors (b = 0 to 6), kHalves and kQuarters for 2 and 4 rows a vector.
 struct LanesRows {
   static constexpr unsigned kHalves = 1u << 7, kQuarters = 1u << 8, kAll = 0x1ffu;
-  static constexpr unsigned kOneOrSixtyFourVectors = 1u | (1u << 6);
   unsigned mask = 0;  // 0: none
 };
 
