@@ -490,8 +490,11 @@ TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
 // whole vector, on three blocks (each warp takes many runs) and on the planner's grid; each
 // shape's path is checked (off the 16-byte boundary they take others). Moments of data far from
 // zero: each row's sums are taken from its first element, which every lane of the row must share.
-// mid: rows of 2 to 32 vectors take the path (not for accumulators wider than 8 bytes over
-// elements of 4 bytes or more); parts: rows of part of a vector do (not for results of 16 bytes).
+// Every row of whole vectors takes the path; parts: rows of part of a vector do (not for results
+// of 16 bytes). Then rows all equal to the first, whose results must have equal bits: a row's
+// lanes meet in one tree wherever the row lies (which run, lane or block), so a wrong pairing of
+// runs or lanes in the reduce-scatter shows. (The ops here combine by bitwise commutative
+// operations, so the order of a combine's two operands does not show.)
 template <class T, class Op>
 void check_lanes_rows(const Op& op, const char* what, bool parts, double center = 0) {
   std::mt19937_64 rng(test_seed());
@@ -507,7 +510,7 @@ void check_lanes_rows(const Op& op, const char* what, bool parts, double center 
         check_layout<T>(op, what, l, 0, rng, opt, center);
         if (::testing::Test::HasFatalFailure()) return;
       }
-      // Equal rows, equal bits: a row's lanes meet in one order whichever run, lane or block holds it.
+      // Equal rows, equal bits: a row's lanes meet in one tree whichever run, lane or block holds it.
       check_layout<T>(op, what, l, 0, rng, {}, center, true);
       if (::testing::Test::HasFatalFailure()) return;
       for (std::size_t shift : {std::size_t(0), std::size_t(1)}) {

@@ -87,8 +87,9 @@ struct AxisKernels {
   }
   // (Two inputs that are 16-byte aligned are read by vectors: V is kVecOf<R>.)
   static constexpr bool lanes_ok = kLanesOk<R> && V * sizeof(typename R::Input) == 16;
-  // Rows of 2 to 64 vectors of a reduction other than the built-in ops: the reduce-scatter's
-  // kernel (axis_lanes_kernel's Across).
+  // On the RowsLanes path (rows of 1 to 64 whole vectors, or part of one): rows of 2 vectors or
+  // more of a reduction other than the built-in ops take the reduce-scatter's kernel
+  // (axis_lanes_kernel's Across).
   static bool lanes_across(std::size_t length) {
     return !is_builtin_v<R> && length * sizeof(typename R::Input) >= 2 * 16;
   }

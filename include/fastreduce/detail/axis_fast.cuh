@@ -338,11 +338,12 @@ __device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>&
 // a quarter to a half of the butterfly's shuffles, the same bits), and keep the butterfly's
 // kernel for the rest: the scatter holds two accumulators live, whose registers (the moments' 64
 // -> 79 in one kernel) cost bfloat16 variances over rows of one vector or less 19-23%, H200. The
-// built-in ops keep a butterfly a run on every row (the scatter not measured for them). A row's unit (at(), the moments' shift) takes the row's first element from the lane that
-// holds it. Rows of part of a vector are folded and written by the lane that holds them; those
-// that end in a last partial vector are the first block's, a thread each, folded alike. No shared
-// memory and no barrier: on an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the 1-D GB/s on the tile kernel (staging, then 2-byte reads
-// from shared memory) and a warp a row (one or two loads a lane in flight), at 83-98% here
+// built-in ops keep a butterfly a run on every row (the scatter not measured for them). A row's
+// unit (at(), the moments' shift) takes the row's first element from the lane that holds it. Rows
+// of part of a vector are folded and written by the lane that holds them; those that end in a
+// last partial vector are the first block's, a thread each, folded alike. No shared memory and no
+// barrier: on an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the
+// 1-D GB/s on the tile kernel (staging, then 2-byte reads from shared memory) and a warp a row (one or two loads a lane in flight), at 83-98% here
 // (docs/notes.md, "Rows as one array of vectors"). Eight rows a vector (bfloat16 rows of one
 // element) ran 3.6x slower than the tile kernel: eight scalar stores a lane.
 template <unsigned V, class R, bool Across>

@@ -44,19 +44,23 @@ __device__ __forceinline__ T shfl_words(const T& value, const F& shfl) {
   return out;
 }
 
-// `first ? a : b` for a trivially copyable type, word by word: a select a word, where a
+// `first ? a : b`, word by word for a trivially copyable type: a select a word, where a
 // conditional copy of a struct can go through local memory.
 template <class T>
 __device__ __forceinline__ T pick_words(bool first, const T& a, const T& b) {
-  constexpr unsigned kWords = (sizeof(T) + 3) / 4;
-  unsigned wa[kWords] = {}, wb[kWords] = {};
-  __builtin_memcpy(wa, &a, sizeof(T));
-  __builtin_memcpy(wb, &b, sizeof(T));
+  if constexpr (!std::is_trivially_copyable_v<T>) {
+    return first ? a : b;
+  } else {
+    constexpr unsigned kWords = (sizeof(T) + 3) / 4;
+    unsigned wa[kWords] = {}, wb[kWords] = {};
+    __builtin_memcpy(wa, &a, sizeof(T));
+    __builtin_memcpy(wb, &b, sizeof(T));
 #pragma unroll
-  for (unsigned i = 0; i < kWords; ++i) wa[i] = first ? wa[i] : wb[i];
-  T out = a;
-  __builtin_memcpy(&out, wa, sizeof(T));
-  return out;
+    for (unsigned i = 0; i < kWords; ++i) wa[i] = first ? wa[i] : wb[i];
+    T out = a;
+    __builtin_memcpy(&out, wa, sizeof(T));
+    return out;
+  }
 }
 
 // __shfl_xor_sync for any trivially copyable type: arithmetic types narrower than 32 bits (bool,
