@@ -343,9 +343,10 @@ __device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>&
 // of part of a vector are folded and written by the lane that holds them; those that end in a
 // last partial vector are the first block's, a thread each, folded alike. No shared memory and no
 // barrier: on an H200 at 2^28, bfloat16 sums over rows of 2 to 512 elements ran at 39-76% of the
-// 1-D GB/s on the tile kernel (staging, then 2-byte reads from shared memory) and a warp a row (one or two loads a lane in flight), at 83-98% here
-// (docs/notes.md, "Rows as one array of vectors"). Eight rows a vector (bfloat16 rows of one
-// element) ran 3.6x slower than the tile kernel: eight scalar stores a lane.
+// 1-D GB/s on the tile kernel (staging, then 2-byte reads from shared memory) and a warp a row
+// (one or two loads a lane in flight), at 83-98% here (docs/notes.md, "Rows as one array of
+// vectors"). Eight rows a vector (bfloat16 rows of one element) ran 3.6x slower than the tile
+// kernel: eight scalar stores a lane.
 template <unsigned V, class R, bool Across>
 __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> args, R red) {
   using T = typename R::Input;
