@@ -19,7 +19,7 @@ H100); the newest file of each kind for that GPU is used:
                                axis_torch_<GPU>_<date>.json (scripts/bench_axis_torch.py), same run
   axis-modes-*:                axis_modes_<GPU>_<date>.json (`bench-axis --modes fast,reproducible`)
   gpus-H200x2, gpus-H100x2:    gpus_H200x2_<date>.json, gpus_H100x2_<date>.json (`fastreduce bench --gpus 1,2 --format json`)
-  python-H100:                 python_H100_<date>.csv (`python -m fastreduce.bench --csv`)
+  python-H100, python-H200:    python_<GPU>_<date>.csv (`python -m fastreduce.bench --csv`)
   ops-*:                       ops_<GPU>_<date>.json (scripts/bench_ops_torch.py: `fastreduce bench --ops
                                argmax,var,norm2,dot` with torch in the same run)
 Usage: results_tables.py [--check]   (--check: exit 1 if README.md is out of date)
@@ -416,6 +416,7 @@ def main():
     specs.append(("gpus-H200x2", "gpus_H200x2_*.json", gpus_table))
     specs.append(("gpus-H100x2", "gpus_H100x2_*.json", gpus_table))
     specs.append(("python-H100", "python_H100_*.csv", python_table))
+    specs.append(("python-H200", "python_H200_*.csv", python_table))
     for name, pattern, render in specs:
         path = newest(pattern)
         if path:

@@ -12,6 +12,7 @@
 
 #include "fastreduce/fastreduce.cuh"
 #include "fastreduce/stats.cuh"
+#include "mean_folds.hpp"
 #include "probe_timing.hpp"
 
 namespace fr = fastreduce;
@@ -19,21 +20,9 @@ namespace eng = fastreduce::engine;
 
 namespace {
 
-// The lanes of a vector summed in float (exact conversions; the pairwise float sum rounds only
-// where the lanes' exponents lie more than 16 (bfloat16) or 13 (half) apart), then widened once.
-template <class T>
-struct FloatLanes : eng::SumMeanReduction<T> {
-  __device__ __forceinline__ FloatLanes at(const T*) const { return *this; }
-  template <unsigned V>
-  __device__ __forceinline__ eng::SumCount fold_vec(const eng::SumCount& s, const fr::primitives::Vec<T, V>& v,
-                                                    std::size_t) const {
-    float lanes[V];
-#pragma unroll
-    for (unsigned k = 0; k < V; ++k) lanes[k] = static_cast<float>(v.elem[k]);
-    const float sum = eng::pairwise_in_order(lanes, fr::Sum{});
-    return {s.sum + static_cast<double>(sum), s.count + static_cast<std::int64_t>(V)};
-  }
-};
+// probe::DoubleLanes (the mean's fold before the checked pairs), FloatLanes (unchecked: the pairwise
+// float sum rounds only where the lanes' exponents lie more than 13 (bfloat16) or 10 (half)
+// binades apart) and TwoFolds: mean_folds.hpp.
 // Pairs in float, the pairs' sums in double.
 template <class T>
 struct FloatPairs : eng::SumMeanReduction<T> {
@@ -49,19 +38,6 @@ struct FloatPairs : eng::SumMeanReduction<T> {
     return {s.sum + sum, s.count + static_cast<std::int64_t>(V)};
   }
 };
-// Every lane widened to double (the mean's fold before the checked pairs).
-template <class T>
-struct DoubleLanes : eng::SumMeanReduction<T> {
-  __device__ __forceinline__ DoubleLanes at(const T*) const { return *this; }
-  template <unsigned V>
-  __device__ __forceinline__ eng::SumCount fold_vec(const eng::SumCount& s, const fr::primitives::Vec<T, V>& v,
-                                                    std::size_t) const {
-    double lanes[V];
-#pragma unroll
-    for (unsigned k = 0; k < V; ++k) lanes[k] = fr::stats::widen(v.elem[k]);
-    return {s.sum + eng::pairwise_in_order(lanes, fr::Sum{}), s.count + static_cast<std::int64_t>(V)};
-  }
-};
 // The heavy reductions' shapes (kHeavySmall, kHeavyLarge: 256-thread blocks with shares in bytes
 // when this probe ran; since 2026-11-28 512-thread blocks, with shares in elements: a bfloat16 or
 // half input now gets half the vectors a block it got then).
@@ -69,11 +45,6 @@ template <class Base>
 struct Heavy : Base {
   static constexpr bool kHeavyState = true;
   __device__ __forceinline__ Heavy at(const typename Base::Input*) const { return *this; }
-};
-template <class Base>
-struct TwoFolds : Base {
-  static constexpr unsigned folds = 2;
-  __device__ __forceinline__ TwoFolds at(const typename Base::Input*) const { return *this; }
 };
 
 // f(s) on the next of `slices` inputs each call.
@@ -172,10 +143,10 @@ void run_type(const char* name, T* pool, std::size_t pool_elems) {
     SumRunner<T> sum(pool, n);
     Runner<Mean> mean(pool, n);
     Runner<Heavy<Mean>> heavy(pool, n);
-    Runner<DoubleLanes<T>> dlanes(pool, n);
-    Runner<Heavy<DoubleLanes<T>>> heavy_dlanes(pool, n);
-    Runner<Heavy<TwoFolds<DoubleLanes<T>>>> heavy_two(pool, n);
-    Runner<FloatLanes<T>> lanes(pool, n);
+    Runner<probe::DoubleLanes<T>> dlanes(pool, n);
+    Runner<Heavy<probe::DoubleLanes<T>>> heavy_dlanes(pool, n);
+    Runner<Heavy<probe::TwoFolds<probe::DoubleLanes<T>>>> heavy_two(pool, n);
+    Runner<probe::FloatLanes<T>> lanes(pool, n);
     Runner<FloatPairs<T>> pairs(pool, n);
     Runner<eng::MomentsReduction<T, eng::VarianceOf<float>>> var(pool, n);
     Runner<eng::l2_reduction<T>> l2(pool, n);
@@ -208,8 +179,8 @@ void check_type(const char* name, T* pool) {
       else fill_wide<<<4096, 256>>>(pool, n + 8, 9u + unsigned(n));
       for (std::size_t offset : {std::size_t(0), std::size_t(3)}) {
         Runner<Wide<eng::SumMeanReduction<T>>> mean(pool + offset, n);
-        Runner<Wide<FloatLanes<T>>> lanes(pool + offset, n);
-        Runner<Wide<DoubleLanes<T>>> dlanes(pool + offset, n);
+        Runner<Wide<probe::FloatLanes<T>>> lanes(pool + offset, n);
+        Runner<Wide<probe::DoubleLanes<T>>> dlanes(pool + offset, n);
         mean(pool + offset, n);
         lanes(pool + offset, n);
         dlanes(pool + offset, n);

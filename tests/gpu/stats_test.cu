@@ -250,9 +250,10 @@ std::vector<typename R::Out> run_rows(const typename R::Input* d, std::size_t ro
 // of up to 2^22 of them is exact, yet two of them may lie hi - lo binades apart, where a float add
 // rounds. `scaled` gets each value times 2^(P - 1 - lo), an integer.
 template <class T>
-std::vector<T> spread_values(std::size_t n, std::mt19937_64& rng, std::vector<std::int64_t>& scaled) {
+std::vector<T> spread_values(std::size_t n, std::mt19937_64& rng, std::vector<std::int64_t>& scaled, int binades = 0) {
   constexpr int P = std::is_same_v<T, __half> ? 11 : 8;
-  constexpr int lo = std::is_same_v<T, __half> ? -8 : -12, hi = std::is_same_v<T, __half> ? 10 : 11;
+  constexpr int lo = std::is_same_v<T, __half> ? -8 : -12;
+  const int hi = binades > 0 ? lo + binades - 1 : std::is_same_v<T, __half> ? 10 : 11;
   std::vector<T> v(n);
   scaled.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -266,12 +267,12 @@ std::vector<T> spread_values(std::size_t n, std::mt19937_64& rng, std::vector<st
 }
 
 template <class T>
-void check_spread_mean(std::size_t n, std::uint64_t seed) {
+void check_spread_mean(std::size_t n, std::uint64_t seed, int binades = 0) {
   constexpr int P = std::is_same_v<T, __half> ? 11 : 8;
   constexpr int lo = std::is_same_v<T, __half> ? -8 : -12;
   std::mt19937_64 rng(seed);
   std::vector<std::int64_t> scaled;
-  const auto host = spread_values<T>(n + 3, rng, scaled);
+  const auto host = spread_values<T>(n + 3, rng, scaled, binades);
   auto d = to_device(host);
   for (std::size_t offset : {0u, 1u, 3u}) {
     std::int64_t total = 0;
@@ -296,16 +297,29 @@ void check_spread_mean(std::size_t n, std::uint64_t seed) {
 }
 }  // namespace
 
-// The half types' fast mean meets a vector's pairs in float where that is exact and in double
-// where it is not: its sum is the double sum's bits on values spread over 19 (half) and 24
-// (bfloat16) binades, whose far pairs round in float, and values near bfloat16's largest, whose
-// float pairs overflow, keep a finite mean.
+// The half types' fast mean meets a vector in float where that is exact and in double where it
+// is not: its sum is the double sum's bits on values spread over 19 (half) and 24 (bfloat16)
+// binades (about two vectors in three round in float), over 14 and 17 (3% and 2% round: exact
+// up to 10 and 13 binades apart, then by the values), and on a vector whose exact sum is a float
+// subnormal; values near bfloat16's largest, whose float sums overflow, keep a finite mean.
 TEST(Moments, HalfTypesMeanIsTheDoubleSumOnSpreadValuesAndNearTheLimit) {
   FASTREDUCE_REQUIRE_GPU();
   for (std::size_t n : edge_sizes()) {
     if (n > (std::size_t(1) << 22)) continue;  // exact in double up to 2^22 values
     check_spread_mean<__half>(n, test_seed() + 21);
     check_spread_mean<__nv_bfloat16>(n, test_seed() + 22);
+    check_spread_mean<__half>(n, test_seed() + 24, 14);
+    check_spread_mean<__nv_bfloat16>(n, test_seed() + 25, 17);
+  }
+  {  // 2^-126 (1 + 2^-7) - 2^-126 = 2^-133, exact in double and a float subnormal
+    std::vector<__nv_bfloat16> tiny(16, __ushort_as_bfloat16(0));
+    tiny[0] = __ushort_as_bfloat16(0x0081);
+    tiny[1] = __ushort_as_bfloat16(0x8080);
+    tiny[9] = __ushort_as_bfloat16(0x0081);
+    tiny[12] = __ushort_as_bfloat16(0x8080);
+    auto dt = to_device(tiny);
+    EXPECT_EQ(run_rows<MeanSumOf<__nv_bfloat16>>(dt.get(), 1, 16)[0], std::ldexp(1.0, -132));
+    EXPECT_EQ(run_rows<MeanSumOf<__nv_bfloat16>>(dt.get(), 2, 8)[1], std::ldexp(1.0, -133));
   }
   const std::size_t n = 4099;
   const __nv_bfloat16 largest = __ushort_as_bfloat16(0x7F7F);  // 3.39e38
@@ -315,8 +329,8 @@ TEST(Moments, HalfTypesMeanIsTheDoubleSumOnSpreadValuesAndNearTheLimit) {
     EXPECT_EQ(fr::mean(d.get() + offset, n), static_cast<float>(largest)) << "offset " << offset;
     EXPECT_EQ(run_rows<MeanSumOf<__nv_bfloat16>>(d.get() + offset, 1, n)[0], double(n) * double(static_cast<float>(largest)));
   }
-  // Infinities and NaN in a vector of otherwise exact pairs (their pairs fail the check; the
-  // double lanes give the same specials, so these hold the fallback to IEEE, not the check).
+  // Infinities and NaN among exact vectors: an infinity of one sign passes the float chains (both
+  // give it), +inf with -inf and NaN take the double lanes; either way IEEE's result.
   std::mt19937_64 rng(test_seed() + 23);
   std::vector<std::int64_t> scaled;
   auto special = spread_values<__nv_bfloat16>(n, rng, scaled);

@@ -534,8 +534,8 @@ struct RowsArgs {
 // - a block per row streams: none for the built-in ops (as the kernel had), except those of
 //   2-byte inputs (half, bfloat16, int16), which keep 1: bfloat16 sums and extremes ran 2-6%
 //   faster at 53 registers under 1 than at 40 under none;
-// - other reductions: 1, or their own kWarpRowsMinBlocks (Mode::Exact's check, exact_axis.cuh;
-//   the mean, stat_reductions.cuh).
+// - other reductions: 1, or their own kWarpRowsMinBlocks and kBlockRowsMinBlocks (Mode::Exact's
+//   check, exact_axis.cuh; the mean, stat_reductions.cuh).
 template <class R>
 constexpr unsigned warp_rows_min_blocks() {
   if constexpr (requires { R::kWarpRowsMinBlocks; }) return R::kWarpRowsMinBlocks;
@@ -544,7 +544,8 @@ constexpr unsigned warp_rows_min_blocks() {
 }
 template <class R>
 constexpr unsigned block_rows_min_blocks() {
-  if constexpr (!is_builtin_v<R>) return 1;
+  if constexpr (requires { R::kBlockRowsMinBlocks; }) return R::kBlockRowsMinBlocks;
+  else if constexpr (!is_builtin_v<R>) return 1;
   else return sizeof(typename R::Input) == 2 ? 1 : 0;
 }
 template <unsigned Group, class R>

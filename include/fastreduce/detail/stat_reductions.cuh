@@ -130,6 +130,23 @@ struct MeanOf {
   __host__ __device__ O operator()(const Moments<double>& m) const { return static_cast<O>(m.mean()); }
 };
 
+// Float additions rounded toward -inf and +inf, subnormals kept whatever -ftz says (the half
+// types' mean, below).
+struct AddDown {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    float r;
+    asm("add.rm.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+};
+struct AddUp {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    float r;
+    asm("add.rp.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+};
+
 // The mean of inputs whose double sum is exact or cannot overflow (floats and halves below
 // 2^128; bool and integers of 8 and 16 bits, whose partial sums stay integers below 2^53 up to
 // 2^37 elements): the sum in double and the count, divided once when written. Beside the moments
@@ -157,8 +174,13 @@ struct SumMeanReduction {
   // of 4 to 256 ran at 94-98% of Sum with it, 84-88% without), and rows of bfloat16 need the
   // rows bound (2^28 in rows of 1024: 175 us, 231-237 without). Two states: the same on every
   // shape but long rows (faster at 2^28, slower at 2^24) and bfloat16 1-D at 2^28 (4% faster).
+  // The half types' block-per-row kernel too (70 registers unbounded, 64 under four): bfloat16
+  // rows of 65536 at 2^28 on an H200 in 123.2 us against 129.9 (Sum 120.7; half the same either
+  // way, scripts/probe/mean_rows.cu). Other inputs keep the default (1), not measured under four.
   static constexpr unsigned folds = 1;
   static constexpr unsigned kWarpRowsMinBlocks = 4;
+  static constexpr unsigned kBlockRowsMinBlocks =
+      std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16> ? 4 : 1;
   static constexpr unsigned kColumnsMinBlocks = 4;
   __device__ __forceinline__ SumMeanReduction at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ SumCount identity() const { return {0.0, 0}; }
@@ -166,26 +188,33 @@ struct SumMeanReduction {
   __device__ __forceinline__ SumCount fold(const SumCount& s, const T& x, std::size_t) const {
     return {s.sum + stats::widen(x), s.count + 1};
   }
-  // A vector's elements meet pairwise (in index order), then join the state. The half types' first
-  // level meets in float, checked exact (TwoSum's error is zero, and the sum is 0 or normal, so
-  // that a build with -ftz=true flushes nothing the double lanes keep): the bits are double
-  // lanes'. On an H100 (2^24 to 2^30 elements, scripts/probe/mean_variants.cu) double lanes held
-  // the mean of bfloat16 and half to 88-92% of Sum's speed. A vector with an inexact pair
-  // (possible only where its exponents lie 17 (bfloat16) or 14 (half) binades apart or more, an
-  // overflow, an infinity, NaN) or a subnormal pair sum meets in double lanes.
+  // A vector's elements meet pairwise (in index order), then join the state. The half types'
+  // vector first meets in float twice, every addition rounded down in one chain and up in the
+  // other (PTX add.rm and add.rp). The exact sum lies between the two, so where they agree every
+  // addition of both was exact, and the up chain's value is the double lanes' at every step (a
+  // zero's sign too: only rounding down makes x + -x a -0; infinities of one sign as well).
+  // Elsewhere (possible only where the exponents lie more than 13 (bfloat16) or 10 (half)
+  // binades apart; an overflow, +inf with -inf, NaN) the vector meets in double lanes. Before,
+  // each pair was added in float and checked exact by TwoSum, then the four pair sums met in
+  // double: twice the instructions, four widenings where this has one (bfloat16 rows of 4096 at
+  // 2^24, in L2, on an H200: 7.4 us against 9.6; Sum 7.2; scripts/probe/mean_rows.cu).
+  // Nothing here flushes a subnormal, whatever -ftz says: the adds, the comparison (of the bits:
+  // a float compare under -ftz=true takes a subnormal for a zero) and the widening are written so.
+  // Such a build's double lanes still flush a subnormal bfloat16 input, which the chains keep:
+  // that vector's sum is then the more exact one, not the same.
   template <unsigned V>
   __device__ __forceinline__ SumCount fold_vec(const SumCount& s, const primitives::Vec<T, V>& v, std::size_t) const {
     if constexpr ((std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) && V % 2 == 0) {
-      double pairs[V / 2];
-      bool exact = true;
+      float down[V], up[V];
 #pragma unroll
-      for (unsigned k = 0; k < V / 2; ++k) {
-        const float a = static_cast<float>(v.elem[2 * k]), b = static_cast<float>(v.elem[2 * k + 1]);
-        const primitives::TwoSumFloat t = primitives::two_sum_float(a, b);
-        exact = exact && t.error == 0.0f && (fabsf(t.sum) >= FLT_MIN || a == -b);
-        pairs[k] = static_cast<double>(t.sum);
+      for (unsigned k = 0; k < V; ++k) down[k] = up[k] = static_cast<float>(v.elem[k]);
+      const unsigned low = __float_as_uint(pairwise_in_order(down, AddDown{}));
+      const unsigned high = __float_as_uint(pairwise_in_order(up, AddUp{}));
+      if (low == high && (high & 0x7FFFFFFFu) <= 0x7F800000u) {  // the same bits, not NaN
+        double sum;
+        asm("cvt.f64.f32 %0, %1;" : "=d"(sum) : "f"(__uint_as_float(high)));
+        return {s.sum + sum, s.count + static_cast<std::int64_t>(V)};
       }
-      if (exact) return {s.sum + pairwise_in_order(pairs, Sum{}), s.count + static_cast<std::int64_t>(V)};
     }
     double lanes[V];
 #pragma unroll
