@@ -145,6 +145,7 @@ __global__ void fill(T* d, std::size_t n, unsigned seed, int kind) {
         case 3: x = kHalf ? -6.0e-8f : -1.0e-39f; break;
         case 4: x = kHalf ? 65504.0f : __uint_as_float(0x7F7F0000u); break;  // the largest finite
         case 5: x = (g >> 20) % 64u == 0 ? INFINITY : 1.0f; break;
+        case 7: x = (g >> 20) % 64u == 0 ? -INFINITY : -1.0f; break;
         case 6: x = (g >> 20) % 256u == 0 ? NAN : 2.0f; break;
         default: break;
       }

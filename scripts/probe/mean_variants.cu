@@ -168,7 +168,8 @@ void run_type(const char* name, T* pool, std::size_t pool_elems) {
   }
 }
 
-// The engine's mean (checked pairs) against double lanes' and float lanes', as doubles, on values of
+// The engine's mean (rounding chains since 2026-11-29; checked pairs when this probe's results were
+// taken) against double lanes' and float lanes', as doubles, on values of
 // near exponents and of far ones, at sizes with and without a head and a tail.
 template <class T>
 void check_type(const char* name, T* pool) {
@@ -199,7 +200,7 @@ void check_type(const char* name, T* pool) {
 int main() {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("# %s; us per call, back to back, median of 7 batches; columns: the engine's Sum, its mean (checked float pairs), variants (see the source), variance, L2 norm\n", prop.name);
+  std::printf("# %s; us per call, back to back, median of 7 batches; columns: the engine's Sum, its mean (rounding chains), variants (see the source), variance, L2 norm\n", prop.name);
   std::printf("%-8s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "type", "n", "sum", "mean", "heavy", "dlanes",
               "heavy+dl", "h+2f+dl", "flanes", "fpairs", "var", "l2");
   const std::size_t elems = std::size_t(1) << 30;
