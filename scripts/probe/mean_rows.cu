@@ -9,11 +9,13 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "fastreduce/detail/exact_arith.hpp"
 #include "fastreduce/fastreduce.cuh"
 #include "fastreduce/stats.cuh"
 #include "mean_folds.hpp"

@@ -95,8 +95,7 @@ FASTREDUCE_HOST_DEVICE TwoSum two_sum(double a, double b) {
   return {s, add_rn(sub_rn(a, sub_rn(s, z)), sub_rn(b, z))};
 }
 
-// The same in float's correctly rounded additions (the reproducible lanes' running sums, the half
-// types' mean checking its vector pairs).
+// The same in float's correctly rounded additions (the reproducible lanes' running sums).
 struct TwoSumFloat {
   float sum;
   float error;

@@ -3,12 +3,10 @@
 // overflows nor underflows, and a float result is the double result rounded once.
 #pragma once
 
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
-#include "fastreduce/detail/exact_arith.hpp"
 #include "fastreduce/detail/reduction.cuh"
 #include "fastreduce/ops.cuh"
 
@@ -195,10 +193,10 @@ struct SumMeanReduction {
   // zero's sign too: only rounding down makes x + -x a -0; infinities of one sign as well).
   // Elsewhere (possible only where the exponents lie more than 13 (bfloat16) or 10 (half)
   // binades apart; an overflow, +inf with -inf, NaN; a sum of exactly zero from a cancellation or
-  // from +0 with -0, -0 down and +0 up, the same +0 either way) the vector meets in double lanes. Before,
-  // each pair was added in float and checked exact by TwoSum, then the four pair sums met in
-  // double: twice the instructions, four widenings where this has one (bfloat16 rows of 4096 at
-  // 2^24, in L2, on an H200: 7.4 us against 9.6; Sum 7.2; scripts/probe/mean_rows.cu).
+  // from +0 with -0, -0 down and +0 up, the same +0 either way) the vector meets in double
+  // lanes. Before, each pair was added in float and checked exact by TwoSum, then the four pair
+  // sums met in double: twice the instructions, four widenings where this has one (bfloat16 rows
+  // of 4096 at 2^24, in L2, on an H200: 7.4 us against 9.6; Sum 7.2; scripts/probe/mean_rows.cu).
   // Nothing here flushes a subnormal, whatever -ftz says: the adds, the comparison (of the bits:
   // a float compare under -ftz=true takes a subnormal for a zero) and the widening are written so.
   // Such a build's double lanes still flush a subnormal bfloat16 input, which the chains keep:
