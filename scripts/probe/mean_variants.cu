@@ -14,11 +14,16 @@
 #include "fastreduce/stats.cuh"
 #include "mean_folds.hpp"
 #include "probe_timing.hpp"
+#include "rows_common.hpp"
 
 namespace fr = fastreduce;
 namespace eng = fastreduce::engine;
 
 namespace {
+
+using probe::Runner;
+using probe::Shape;
+using probe::SumRunner;
 
 // probe::DoubleLanes (the mean's fold before the checked pairs), FloatLanes (unchecked: the pairwise
 // float sum rounds only where the lanes' exponents lie more than 13 (bfloat16) or 10 (half)
@@ -61,54 +66,6 @@ __global__ void fill(T* d, std::size_t n, unsigned seed) {
   }
 }
 
-template <class R>
-struct Runner {
-  void* temp = nullptr;
-  std::size_t bytes = 0;
-  typename R::Out* out = nullptr;
-  template <class T>
-  Runner(const T* d, std::size_t n) {
-    eng::reduce_axis_async_impl<R>(nullptr, bytes, {d}, nullptr, fr::Axis{1, n, 1}, R{}, 0, fr::Options{});
-    cudaMalloc(&temp, bytes);
-    cudaMalloc(&out, 64);
-  }
-  template <class T>
-  void operator()(const T* d, std::size_t n) {
-    std::size_t b = bytes;
-    eng::reduce_axis_async_impl<R>(temp, b, {d}, out, fr::Axis{1, n, 1}, R{}, 0, fr::Options{});
-  }
-  double result() {
-    typename R::Out h{};
-    cudaMemcpy(&h, out, sizeof(h), cudaMemcpyDeviceToHost);
-    return static_cast<double>(h);
-  }
-  ~Runner() {
-    cudaFree(temp);
-    cudaFree(out);
-  }
-};
-
-// The engine's own Sum (float accumulator for the half types).
-template <class T>
-struct SumRunner {
-  void* temp = nullptr;
-  std::size_t bytes = 0;
-  float* out = nullptr;
-  SumRunner(const T* d, std::size_t n) {
-    fr::reduce_async(nullptr, bytes, d, out, n);
-    cudaMalloc(&temp, bytes);
-    cudaMalloc(&out, 64);
-  }
-  void operator()(const T* d, std::size_t n) {
-    std::size_t b = bytes;
-    fr::reduce_async(temp, b, d, out, n);
-  }
-  ~SumRunner() {
-    cudaFree(temp);
-    cudaFree(out);
-  }
-};
-
 // The mean as a double (the variants' bits before the final rounding to float).
 template <class Base>
 struct Wide : Base {
@@ -140,28 +97,28 @@ void run_type(const char* name, T* pool, std::size_t pool_elems) {
     const int reps = k >= 28 ? 10 : 100;
     int slice = 0;
     auto at = [&](int s) { return pool + std::size_t(s) * n; };
-    SumRunner<T> sum(pool, n);
-    Runner<Mean> mean(pool, n);
-    Runner<Heavy<Mean>> heavy(pool, n);
-    Runner<probe::DoubleLanes<T>> dlanes(pool, n);
-    Runner<Heavy<probe::DoubleLanes<T>>> heavy_dlanes(pool, n);
-    Runner<Heavy<probe::TwoFolds<probe::DoubleLanes<T>>>> heavy_two(pool, n);
-    Runner<probe::FloatLanes<T>> lanes(pool, n);
-    Runner<FloatPairs<T>> pairs(pool, n);
-    Runner<eng::MomentsReduction<T, eng::VarianceOf<float>>> var(pool, n);
-    Runner<eng::l2_reduction<T>> l2(pool, n);
+    SumRunner<T> sum(pool, Shape{1, n});
+    Runner<Mean> mean(pool, Shape{1, n});
+    Runner<Heavy<Mean>> heavy(pool, Shape{1, n});
+    Runner<probe::DoubleLanes<T>> dlanes(pool, Shape{1, n});
+    Runner<Heavy<probe::DoubleLanes<T>>> heavy_dlanes(pool, Shape{1, n});
+    Runner<Heavy<probe::TwoFolds<probe::DoubleLanes<T>>>> heavy_two(pool, Shape{1, n});
+    Runner<probe::FloatLanes<T>> lanes(pool, Shape{1, n});
+    Runner<FloatPairs<T>> pairs(pool, Shape{1, n});
+    Runner<eng::MomentsReduction<T, eng::VarianceOf<float>>> var(pool, Shape{1, n});
+    Runner<eng::l2_reduction<T>> l2(pool, Shape{1, n});
     float t[10];
     for (int round = 0; round < 2; ++round) {  // the second round's times are kept (the first warms)
-      t[0] = time_us([&](int s) { sum(at(s), n); }, reps, slice, slices);
-      t[1] = time_us([&](int s) { mean(at(s), n); }, reps, slice, slices);
-      t[2] = time_us([&](int s) { heavy(at(s), n); }, reps, slice, slices);
-      t[3] = time_us([&](int s) { dlanes(at(s), n); }, reps, slice, slices);
-      t[4] = time_us([&](int s) { heavy_dlanes(at(s), n); }, reps, slice, slices);
-      t[5] = time_us([&](int s) { heavy_two(at(s), n); }, reps, slice, slices);
-      t[6] = time_us([&](int s) { lanes(at(s), n); }, reps, slice, slices);
-      t[7] = time_us([&](int s) { pairs(at(s), n); }, reps, slice, slices);
-      t[8] = time_us([&](int s) { var(at(s), n); }, reps, slice, slices);
-      t[9] = time_us([&](int s) { l2(at(s), n); }, reps, slice, slices);
+      t[0] = time_us([&](int s) { sum(at(s)); }, reps, slice, slices);
+      t[1] = time_us([&](int s) { mean(at(s)); }, reps, slice, slices);
+      t[2] = time_us([&](int s) { heavy(at(s)); }, reps, slice, slices);
+      t[3] = time_us([&](int s) { dlanes(at(s)); }, reps, slice, slices);
+      t[4] = time_us([&](int s) { heavy_dlanes(at(s)); }, reps, slice, slices);
+      t[5] = time_us([&](int s) { heavy_two(at(s)); }, reps, slice, slices);
+      t[6] = time_us([&](int s) { lanes(at(s)); }, reps, slice, slices);
+      t[7] = time_us([&](int s) { pairs(at(s)); }, reps, slice, slices);
+      t[8] = time_us([&](int s) { var(at(s)); }, reps, slice, slices);
+      t[9] = time_us([&](int s) { l2(at(s)); }, reps, slice, slices);
     }
     std::printf("%-8s 2^%-3d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, k, t[0], t[1], t[2],
                 t[3], t[4], t[5], t[6], t[7], t[8], t[9]);
@@ -179,14 +136,14 @@ void check_type(const char* name, T* pool) {
       if (data == 0) fill<<<4096, 256>>>(pool, n + 8, 5u + unsigned(n));
       else fill_wide<<<4096, 256>>>(pool, n + 8, 9u + unsigned(n));
       for (std::size_t offset : {std::size_t(0), std::size_t(3)}) {
-        Runner<Wide<eng::SumMeanReduction<T>>> mean(pool + offset, n);
-        Runner<Wide<probe::FloatLanes<T>>> lanes(pool + offset, n);
-        Runner<Wide<probe::DoubleLanes<T>>> dlanes(pool + offset, n);
-        mean(pool + offset, n);
-        lanes(pool + offset, n);
-        dlanes(pool + offset, n);
+        Runner<Wide<eng::SumMeanReduction<T>>> mean(pool + offset, Shape{1, n});
+        Runner<Wide<probe::FloatLanes<T>>> lanes(pool + offset, Shape{1, n});
+        Runner<Wide<probe::DoubleLanes<T>>> dlanes(pool + offset, Shape{1, n});
+        mean(pool + offset);
+        lanes(pool + offset);
+        dlanes(pool + offset);
         cudaDeviceSynchronize();
-        const double m = mean.result(), l = lanes.result(), x = dlanes.result();
+        const double m = mean.result()[0], l = lanes.result()[0], x = dlanes.result()[0];
         std::printf("%-8s %-5s n=%-9zu +%zu  mean %+.17e  float lanes rel %.2e  double lanes %s\n", name,
                     data == 0 ? "near" : "far", n, offset, m, std::fabs(l - m) / std::fabs(m),
                     x == m ? "same bits" : "DIFFERENT");

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -514,6 +515,97 @@ TEST(Norms, NoOverflowOrUnderflowNearTheLimits) {
     auto df = to_device(y);
     for (auto which : {fr::Norm::L1, fr::Norm::L2, fr::Norm::Inf}) EXPECT_TRUE(std::isnan(fr::norm(df.get(), n, which)));
   }
+}
+
+namespace {
+
+// Every finite half or bfloat16 value whose exponent field lies in [lo, hi), both signs (zeros and
+// subnormals where lo is 0), shuffled, repeated to n elements.
+template <class T>
+std::vector<T> finite_patterns(unsigned lo, unsigned hi, std::size_t n, std::mt19937_64& rng) {
+  constexpr unsigned kSignificand = std::is_same_v<T, __half> ? 10 : 7;
+  std::vector<T> all;
+  for (unsigned e = lo; e < hi; ++e) {
+    for (unsigned m = 0; m < (1u << kSignificand); ++m) {
+      for (unsigned sign : {0u, 0x8000u}) {
+        const auto bits = static_cast<std::uint16_t>(sign | (e << kSignificand) | m);
+        T x;
+        std::memcpy(&x, &bits, 2);
+        all.push_back(x);
+      }
+    }
+  }
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % all.size() == 0) std::shuffle(all.begin(), all.end(), rng);
+    v[i] = all[i % all.size()];
+  }
+  return v;
+}
+
+// The half types' norms, which widen a vector's elements to double by their bits: every finite
+// value of an exponent window, 1-D at three offsets and along rows of several lengths, against
+// quad references; then an infinity or NaN among them.
+template <class T>
+void check_every_pattern(const char* name, unsigned lo, unsigned hi, std::mt19937_64& rng) {
+  constexpr unsigned kSignificand = std::is_same_v<T, __half> ? 10 : 7;
+  const std::size_t n = 3 * std::size_t(hi - lo) * (2u << kSignificand) + 5;
+  std::vector<T> host = finite_patterns<T>(lo, hi, n + 3, rng);
+  const auto where = ::testing::Message() << name << " exponents [" << lo << ", " << hi << ")";
+  for (std::size_t offset : {0u, 1u, 3u}) check_norms(host, offset, n, name);
+  auto d = to_device(host);
+  for (std::size_t length : {std::size_t(7), std::size_t(256), std::size_t(1000), std::size_t(4099)}) {
+    const std::size_t rows = n / length;
+    const fr::Axis axis{rows, length, 1};
+    for (auto which : {fr::Norm::L1, fr::Norm::L2, fr::Norm::Inf}) {
+      DeviceBuffer<float> out(rows);
+      out.poison();
+      std::size_t bytes = 0;
+      ASSERT_EQ(fr::norm_axis_async(nullptr, bytes, d.get() + 1, out.get(), axis, which), cudaSuccess);
+      DeviceBuffer<char> temp(std::max<std::size_t>(bytes, 1));
+      ASSERT_EQ(fr::norm_axis_async(temp.get(), bytes, d.get() + 1, out.get(), axis, which), cudaSuccess);
+      CUDA_OK(cudaDeviceSynchronize());
+      const auto got = host_copy(out.get(), rows);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const auto row = widened(host, 1 + r * length, length);
+        double want = 0;
+        if (which == fr::Norm::Inf) {
+          for (double x : row) want = std::max(want, std::fabs(x));
+        } else {
+          want = which == fr::Norm::L1 ? quad_norm1(row.data(), length) : quad_norm2(row.data(), length);
+        }
+        ASSERT_TRUE(close(got[r], double(float(want)), which == fr::Norm::Inf ? 0.0 : 1.2e-7))
+            << where << " rows of " << length << ", row " << r << ", norm " << int(which);
+      }
+    }
+  }
+  // An infinity among them (beside zeros and subnormals where the window holds them): infinite;
+  // a NaN too: NaN.
+  for (std::size_t at : {std::size_t(0), n / 2 + 1, n - 1}) {
+    std::vector<T> x = host;
+    x[at] = T(INFINITY);
+    upload(d, x);
+    for (auto which : {fr::Norm::L1, fr::Norm::L2, fr::Norm::Inf})
+      EXPECT_EQ(fr::norm(d.get(), n, which), INFINITY) << where << " inf at " << at;
+    x[(at + 5) % n] = T(NAN);
+    upload(d, x);
+    for (auto which : {fr::Norm::L1, fr::Norm::L2, fr::Norm::Inf})
+      EXPECT_TRUE(std::isnan(fr::norm(d.get(), n, which))) << where << " NaN at " << (at + 5) % n;
+  }
+}
+
+}  // namespace
+
+TEST(Norms, HalfTypesOnEveryFiniteValue) {
+  FASTREDUCE_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed());
+  // bfloat16: zeros and subnormals up to 2^-104, the middle, values up to 2^101, and the largest
+  // (whose L1 and L2 norms overflow float: infinite, as the references rounded to float).
+  for (auto [lo, hi] : {std::pair{0u, 24u}, {60u, 140u}, {180u, 228u}, {240u, 255u}})
+    check_every_pattern<__nv_bfloat16>("bfloat16", lo, hi, rng);
+  // half: every finite value, then zeros and subnormals alone.
+  check_every_pattern<__half>("half", 0, 31, rng);
+  check_every_pattern<__half>("half", 0, 1, rng);
 }
 
 TEST(Dot, ExactOnIntegerValuedDataAtEveryOffset) {

@@ -287,6 +287,10 @@ struct Transformed {
   F f;
   Op op;
   Finish finish;
+  // Sums only: the largest magnitude (MaxAbs over the same transform) ran slower widened by bits.
+  template <unsigned V>
+  static constexpr bool kWidensHalves = (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) && V % 2 == 0 &&
+                                        std::is_same_v<Op, Sum> && requires { requires bool(F::widens_to_double); };
   __device__ __forceinline__ Transformed at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ R identity() const { return detail::identity_of<R>(op); }
   __device__ __forceinline__ R start() const { return identity(); }
@@ -298,12 +302,22 @@ struct Transformed {
   __device__ __forceinline__ R fold(const R& s, const T& x, const U& y, std::size_t i) const {
     return op(s, element(i, x, y));
   }
-  // A vector's transformed elements meet pairwise (in index order), then join the state.
+  // A vector's transformed elements meet pairwise (in index order), then join the state. A sum of
+  // a transform that says `widens_to_double` (f(x) is f of x as a double: the L1 and L2 norms'
+  // magnitudes and squares) takes a half or bfloat16 vector widened to double by its bits, with no
+  // conversion instruction (primitives::widen_halves): each element the double its conversion gives.
   template <unsigned V>
   __device__ __forceinline__ R fold_vec(const R& s, const primitives::Vec<T, V>& v, std::size_t i) const {
     R lanes[V];
+    if constexpr (kWidensHalves<V>) {
+      double w[V];
+      primitives::widen_halves(v, w);
 #pragma unroll
-    for (unsigned k = 0; k < V; ++k) lanes[k] = element(i + k, v.elem[k]);
+      for (unsigned k = 0; k < V; ++k) lanes[k] = static_cast<R>(f(w[k]));
+    } else {
+#pragma unroll
+      for (unsigned k = 0; k < V; ++k) lanes[k] = element(i + k, v.elem[k]);
+    }
     return op(s, pairwise_in_order(lanes, op));
   }
   template <unsigned V, class UU = U>

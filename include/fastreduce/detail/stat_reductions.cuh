@@ -270,11 +270,22 @@ struct VarianceOf {
 // ---------------------------------------------------------------------------------------------
 // Norms and the dot product: transforms of the elements (detail/reduction.cuh, Transformed).
 
+// |x| and x^2 of x as a double. Summed (the L1 and L2 norms), a half or bfloat16 vector's elements
+// are widened by their bits (Transformed, widens_to_double). On an H200 (one run of
+// scripts/probe/wide_halves.cu, us): bfloat16 L2 norms along 2^18 rows of 1024 262 -> 188 (Sum
+// 135), 65536 rows of 4096 157 -> 134 (Sum 129), 4096 rows of 4096 read from L2 10.4 -> 9.0 (Sum
+// 7.4), the L1 norm's and half's alike; 1-D about the same or faster; 65536 rows of 256 slower
+// (bfloat16 L2 14.0 -> 14.2, L1 12.6 -> 13.8, half L2 12.5 -> 13.7: Sum 13.1 and 12.0). The
+// largest magnitude (the same transform under MaxAbs) ran slower by bits on most shapes (rows of
+// 4096 in L2 10.8 -> 12.9), and the variance's moments, whose fold keeps more values live, on
+// every shape: both keep the conversion.
 struct AbsWide {
+  static constexpr bool widens_to_double = true;
   template <class T>
   __host__ __device__ double operator()(const T& x) const { return fabs(stats::widen(x)); }
 };
 struct SquareWide {
+  static constexpr bool widens_to_double = true;
   template <class T>
   __host__ __device__ double operator()(const T& x) const {
     const double v = stats::widen(x);
