@@ -1,4 +1,4 @@
-// What the probes along rows share (mean_rows.cu, wide_halves.cu): a shape, a runner of a
+// What the probes along rows share (mean_rows.cu, wide_halves.cu, mean_variants.cu): a shape, a runner of a
 // reduction along the rows (the header-only engine instantiated for the probe's own reductions),
 // the engine's own Sum along the same rows, and a fill of near, far or special values.
 #pragma once

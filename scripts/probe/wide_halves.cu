@@ -26,7 +26,6 @@
 
 namespace fr = fastreduce;
 namespace eng = fastreduce::engine;
-using probe::BlockRowsBound;
 using probe::fill;
 using probe::Runner;
 using probe::Shape;

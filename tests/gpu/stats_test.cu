@@ -554,20 +554,24 @@ void check_every_pattern(const char* name, unsigned lo, unsigned hi, std::mt1993
   const auto where = ::testing::Message() << name << " exponents [" << lo << ", " << hi << ")";
   for (std::size_t offset : {0u, 1u, 3u}) check_norms(host, offset, n, name);
   auto d = to_device(host);
-  for (std::size_t length : {std::size_t(7), std::size_t(256), std::size_t(1000), std::size_t(4099)}) {
+  // Rows at offset 1 (rows of 7 and 256 fold element by element there, longer rows by vectors)
+  // and at offset 0 (rows of 2, 4 and 8: vectors of 2, 4 and 8 elements; 256: rows as one array
+  // of vectors).
+  for (auto [offset, length] : {std::pair<std::size_t, std::size_t>{1, 7}, {1, 256}, {1, 1000}, {1, 4099}, {0, 2}, {0, 4},
+                                {0, 8}, {0, 256}}) {
     const std::size_t rows = n / length;
     const fr::Axis axis{rows, length, 1};
     for (auto which : {fr::Norm::L1, fr::Norm::L2, fr::Norm::Inf}) {
       DeviceBuffer<float> out(rows);
       out.poison();
       std::size_t bytes = 0;
-      ASSERT_EQ(fr::norm_axis_async(nullptr, bytes, d.get() + 1, out.get(), axis, which), cudaSuccess);
+      ASSERT_EQ(fr::norm_axis_async(nullptr, bytes, d.get() + offset, out.get(), axis, which), cudaSuccess);
       DeviceBuffer<char> temp(std::max<std::size_t>(bytes, 1));
-      ASSERT_EQ(fr::norm_axis_async(temp.get(), bytes, d.get() + 1, out.get(), axis, which), cudaSuccess);
+      ASSERT_EQ(fr::norm_axis_async(temp.get(), bytes, d.get() + offset, out.get(), axis, which), cudaSuccess);
       CUDA_OK(cudaDeviceSynchronize());
       const auto got = host_copy(out.get(), rows);
       for (std::size_t r = 0; r < rows; ++r) {
-        const auto row = widened(host, 1 + r * length, length);
+        const auto row = widened(host, offset + r * length, length);
         double want = 0;
         if (which == fr::Norm::Inf) {
           for (double x : row) want = std::max(want, std::fabs(x));
@@ -575,12 +579,13 @@ void check_every_pattern(const char* name, unsigned lo, unsigned hi, std::mt1993
           want = which == fr::Norm::L1 ? quad_norm1(row.data(), length) : quad_norm2(row.data(), length);
         }
         ASSERT_TRUE(close(got[r], double(float(want)), which == fr::Norm::Inf ? 0.0 : 1.2e-7))
-            << where << " rows of " << length << ", row " << r << ", norm " << int(which);
+            << where << " rows of " << length << " at offset " << offset << ", row " << r << ", norm " << int(which);
       }
     }
   }
   // An infinity among them (beside zeros and subnormals where the window holds them): infinite;
-  // a NaN too: NaN.
+  // a NaN too: NaN. (A bfloat16 infinity read as a finite double would be 2^128, whose norms
+  // overflow float anyway: the NaN and half's infinity, read so as 65536, show the test.)
   for (std::size_t at : {std::size_t(0), n / 2 + 1, n - 1}) {
     std::vector<T> x = host;
     x[at] = T(INFINITY);
@@ -599,8 +604,8 @@ void check_every_pattern(const char* name, unsigned lo, unsigned hi, std::mt1993
 TEST(Norms, HalfTypesOnEveryFiniteValue) {
   FASTREDUCE_REQUIRE_GPU();
   std::mt19937_64 rng(test_seed());
-  // bfloat16: zeros and subnormals up to 2^-104, the middle, values up to 2^101, and the largest
-  // (whose L1 and L2 norms overflow float: infinite, as the references rounded to float).
+  // bfloat16: zeros and subnormals up to 2^-103, the middle, values up to 2^101, and the largest
+  // (whose L1 and L2 norms overflow float in 1-D: infinite, as the references rounded to float).
   for (auto [lo, hi] : {std::pair{0u, 24u}, {60u, 140u}, {180u, 228u}, {240u, 255u}})
     check_every_pattern<__nv_bfloat16>("bfloat16", lo, hi, rng);
   // half: every finite value, then zeros and subnormals alone.

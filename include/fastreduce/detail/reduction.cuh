@@ -290,7 +290,8 @@ struct Transformed {
   // Sums only: the largest magnitude (MaxAbs over the same transform) ran slower widened by bits.
   template <unsigned V>
   static constexpr bool kWidensHalves = (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) && V % 2 == 0 &&
-                                        std::is_same_v<Op, Sum> && requires { requires bool(F::widens_to_double); };
+                                        std::is_same_v<Op, Sum> && std::is_invocable_v<const F&, double> &&
+                                        requires { requires bool(F::widens_to_double); };
   __device__ __forceinline__ Transformed at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ R identity() const { return detail::identity_of<R>(op); }
   __device__ __forceinline__ R start() const { return identity(); }
@@ -305,7 +306,9 @@ struct Transformed {
   // A vector's transformed elements meet pairwise (in index order), then join the state. A sum of
   // a transform that says `widens_to_double` (f(x) is f of x as a double: the L1 and L2 norms'
   // magnitudes and squares) takes a half or bfloat16 vector widened to double by its bits, with no
-  // conversion instruction (primitives::widen_halves): each element the double its conversion gives.
+  // conversion instruction (primitives::widen_halves): each element the double its conversion gives
+  // (built without -ftz; under -ftz=true the conversion flushes a subnormal bfloat16, which the
+  // bits keep, while elements folded one at a time, heads, tails and short rows, still flush).
   template <unsigned V>
   __device__ __forceinline__ R fold_vec(const R& s, const primitives::Vec<T, V>& v, std::size_t i) const {
     R lanes[V];

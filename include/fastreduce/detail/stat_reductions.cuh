@@ -277,8 +277,8 @@ struct VarianceOf {
 // 7.4), the L1 norm's and half's alike; 1-D about the same or faster; 65536 rows of 256 slower
 // (bfloat16 L2 14.0 -> 14.2, L1 12.6 -> 13.8, half L2 12.5 -> 13.7: Sum 13.1 and 12.0). The
 // largest magnitude (the same transform under MaxAbs) ran slower by bits on most shapes (rows of
-// 4096 in L2 10.8 -> 12.9), and the variance's moments, whose fold keeps more values live, on
-// every shape: both keep the conversion.
+// 4096 in L2 10.8 -> 12.9), and the variance's moments, whose fold keeps more values live, on all
+// but one (rows of 256 in L2): both keep the conversion.
 struct AbsWide {
   static constexpr bool widens_to_double = true;
   template <class T>

@@ -93,7 +93,8 @@ __device__ __forceinline__ T magnitude(T x) {
 // exponent and significand placed in a double's high word by an arithmetic shift and a mask read
 // as the value times 2^-896 (bfloat16) or 2^-1008 (half), zeros and subnormals included, and one
 // multiplication by that power of two makes it the value, exactly. Nothing is flushed, whatever
-// -ftz says. An infinity or NaN, whose bits would read as a finite double, is converted instead.
+// -ftz says. An infinity or NaN, whose bits would read as a finite double, must be converted
+// instead (widen_halves does).
 template <class T>
 struct HalfBits {
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>);
