@@ -1,7 +1,6 @@
 #include "fastreduce/detail/axis_plan.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <limits>
 
 namespace fastreduce::engine {
@@ -146,7 +145,7 @@ AxisPath choose_axis_path(const AxisLayout& layout, std::size_t elem_size, bool 
   const std::size_t row_bytes = layout.length * elem_size;
   const bool contiguous_rows = layout.rows_back_to_back();
   if (map_ok && contiguous_rows && layout.length == 1) return AxisPath::Map;
-  if (lanes.mask != 0 && rows_lanes_fit(layout, elem_size, lanes)) return AxisPath::RowsLanes;
+  if (lanes.any() && rows_lanes_fit(layout, elem_size, lanes)) return AxisPath::RowsLanes;
   if (tile_ok && contiguous_rows && row_bytes <= tile_row_max) return AxisPath::RowsTile;
   if (layout.length_stride == 1) {
     const bool enough_rows = outputs >= std::size_t(std::max(sms, 1)) * kAxisWarps;
@@ -161,13 +160,13 @@ bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows r
   if (!layout.rows_back_to_back()) return false;
   const std::size_t row_bytes = layout.length * elem_size;
   if (row_bytes < 16) {  // 2 or 4 rows a vector
-    if (row_bytes == 8) return (rows.mask & LanesRows::kHalves) != 0;
-    if (row_bytes == 4) return (rows.mask & LanesRows::kQuarters) != 0;
+    if (row_bytes == 8) return rows.halves;
+    if (row_bytes == 4) return rows.quarters;
     return false;
   }
   const std::size_t vectors = row_bytes / 16;
   if (row_bytes % 16 != 0 || vectors > 64 || (vectors & (vectors - 1)) != 0) return false;
-  return (rows.mask >> std::countr_zero(vectors) & 1u) != 0;
+  return rows.whole;
 }
 
 bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool in_aligned) {

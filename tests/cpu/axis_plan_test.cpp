@@ -142,18 +142,19 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   EXPECT_FALSE(fits({.outer = 7, .length = 16, .length_stride = 2}, 4));
   EXPECT_TRUE(fits({.outer = 1, .length = 16}, 4));
 
-  // A set of row sizes (rows of one or 64 vectors and halves of one, not quarters).
-  const eng::LanesRows some{1u | (1u << 6) | eng::LanesRows::kHalves};
+  // Some kinds of row only: whole vectors and halves of one (not quarters), or halves alone.
+  const eng::LanesRows some{.whole = true, .halves = true};
   auto fits_some = [&](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem, some); };
-  for (std::size_t length : {4, 256}) EXPECT_TRUE(fits_some({.outer = 7, .length = length}, 4)) << length;
-  for (std::size_t length : {8, 16, 32, 64, 128}) EXPECT_FALSE(fits_some({.outer = 7, .length = length}, 4)) << length;
+  for (std::size_t length : {4, 8, 16, 32, 64, 128, 256}) EXPECT_TRUE(fits_some({.outer = 7, .length = length}, 4)) << length;
   EXPECT_TRUE(fits_some({.outer = 7, .length = 2}, 4));   // halves
   EXPECT_FALSE(fits_some({.outer = 7, .length = 2}, 2));  // quarters
   EXPECT_TRUE(fits_some({.outer = 7, .length = 8}, 2));
-  EXPECT_FALSE(fits_some({.outer = 7, .length = 16}, 2));
+  const eng::LanesRows halves{.halves = true};
+  EXPECT_TRUE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 2}), 4, halves));
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 4}), 4, halves));   // a whole vector
   EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 4}), 4, {}));  // none
   EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 32}), 4, false, 132, true,
-                                  eng::kAxisPolicy.tile_row_max_bytes_family, false, some),
+                                  eng::kAxisPolicy.tile_row_max_bytes_family, false, halves),
             eng::AxisPath::RowsTile);
   EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 256}), 4, false, 132, true,
                                   eng::kAxisPolicy.tile_row_max_bytes_family, false, some),
@@ -162,7 +163,7 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   // The path, where the reduction takes it: before the tiles, after the 1-D and exact forms.
   auto lanes_path = [](const fr::Axis& a, std::size_t elem, bool repro = false) {
     return eng::choose_axis_path(resolved(a), elem, repro, 132, true, eng::kAxisPolicy.tile_row_max_bytes, false,
-                                 {eng::LanesRows::kAll});
+                                 eng::LanesRows::all());
   };
   EXPECT_EQ(lanes_path({.outer = 100000, .length = 16}, 4), eng::AxisPath::RowsLanes);
   EXPECT_EQ(path_of({.outer = 100000, .length = 16}), eng::AxisPath::RowsTile);  // (not asked for)

@@ -65,19 +65,16 @@ inline constexpr bool kLanesOk = lanes_ok<R>();
 // than the tile kernel there. docs/notes.md, "Rows as one array of vectors for every op" and "The
 // lanes of a row meet by a reduce-scatter".
 template <class R>
-constexpr unsigned lanes_rows_mask() {
+constexpr LanesRows lanes_rows() {
   if constexpr (!kLanesOk<R>) {
-    return 0;
+    return {};
   } else {
     using O = typename R::Out;
-    unsigned mask = LanesRows::kAll;
-    if constexpr (2 * sizeof(O) > 16) mask &= ~LanesRows::kHalves;
-    if constexpr (4 * sizeof(O) > 16) mask &= ~LanesRows::kQuarters;
-    return mask;
+    return {.whole = true, .halves = 2 * sizeof(O) <= 16, .quarters = 4 * sizeof(O) <= 16};
   }
 }
 template <class R>
-inline constexpr LanesRows kLanesRows{lanes_rows_mask<R>()};
+inline constexpr LanesRows kLanesRows = lanes_rows<R>();
 
 template <class R, unsigned V>
 struct AxisKernels {

@@ -119,17 +119,20 @@ inline AxisLayout length_one_as_rows(const AxisLayout& l) {
   return rows;
 }
 
-// The rows RowsLanes takes for a reduction (its inputs 16-byte aligned): bit b of `mask` for rows
-// of 2^b whole 16-byte vectors (b = 0 to 6), kHalves and kQuarters for 2 and 4 rows a vector.
+// The rows RowsLanes takes for a reduction (its inputs 16-byte aligned): rows of 1 to 64 whole
+// 16-byte vectors (a power of two), and 2 or 4 rows a vector.
 struct LanesRows {
-  static constexpr unsigned kHalves = 1u << 7, kQuarters = 1u << 8, kAll = 0x1ffu;
-  unsigned mask = 0;  // 0: none
+  bool whole = false;
+  bool halves = false;
+  bool quarters = false;
+  static constexpr LanesRows all() { return {true, true, true}; }
+  constexpr bool any() const { return whole || halves || quarters; }
 };
 
 // RowsLanes takes the layout (when its inputs are 16-byte aligned): rows back to back whose bytes
 // are 16 times a power of two up to 64 (vectors a row), or 2 or 4 rows to a 16-byte vector, of
-// the sizes in `rows`.
-bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows rows = {LanesRows::kAll});
+// the kinds in `rows`.
+bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows rows = LanesRows::all());
 
 // tile_ok: the reduction can take RowsTile (one input of a type that fills 16-byte vectors);
 // tile_row_max: the longest row in bytes that takes it; map_ok: the reduction takes Map; lanes:
