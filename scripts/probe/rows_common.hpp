@@ -1,6 +1,7 @@
-// What the probes along rows share (mean_rows.cu, wide_halves.cu, mean_variants.cu): a shape, a runner of a
-// reduction along the rows (the header-only engine instantiated for the probe's own reductions),
-// the engine's own Sum along the same rows, and a fill of near, far or special values.
+// What the probes along rows share (mean_rows.cu, wide_halves.cu, mean_variants.cu,
+// var_rows.cu): a shape, a runner of a reduction along the rows (the header-only engine
+// instantiated for the probe's own reductions), the engine's own Sum along the same rows, and a
+// fill of near, far or special values.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -62,6 +63,21 @@ struct Runner {
     cudaFree(out);
   }
 };
+
+// One call of R along the shape's rows: its results.
+template <class R>
+std::vector<typename R::Out> run(const typename R::Input* d, Shape s) {
+  Runner<R> r(d, s);
+  r(d);
+  return r.result();
+}
+// How many elements of two results differ in their bits.
+template <class X>
+std::size_t differ(const std::vector<X>& a, const std::vector<X>& b) {
+  std::size_t n = 0;
+  for (std::size_t q = 0; q < a.size(); ++q) n += std::memcmp(&a[q], &b[q], sizeof(X)) != 0;
+  return n;
+}
 
 // The engine's own Sum along the same rows (float results).
 template <class T>

@@ -26,7 +26,9 @@
 
 namespace fr = fastreduce;
 namespace eng = fastreduce::engine;
+using probe::differ;
 using probe::fill;
+using probe::run;
 using probe::Runner;
 using probe::Shape;
 using probe::SumRunner;
@@ -188,19 +190,6 @@ void time_type(const char* name, T* pool, std::size_t pool_elems) {
     std::printf("   of sum: l2 %.0f%% -> %.0f%%, l1 %.0f%% -> %.0f%%, inf (bits) %.0f%% -> %.0f%%\n", 100.0 * t[0] / t[1],
                 100.0 * t[0] / t[3], 100.0 * t[0] / t[5], 100.0 * t[0] / t[6], 100.0 * t[0] / t[7], 100.0 * t[0] / t[8]);
   }
-}
-
-template <class R>
-std::vector<typename R::Out> run(const typename R::Input* d, Shape s) {
-  Runner<R> r(d, s);
-  r(d);
-  return r.result();
-}
-template <class X>
-std::size_t differ(const std::vector<X>& a, const std::vector<X>& b) {
-  std::size_t n = 0;
-  for (std::size_t q = 0; q < a.size(); ++q) n += std::memcmp(&a[q], &b[q], sizeof(X)) != 0;
-  return n;
 }
 
 template <class T>
