@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -44,14 +45,17 @@ struct Runner {
   fr::Axis axis;
   template <class T>
   Runner(const T* d, Shape s) : axis{s.rows, s.length, 1} {
-    eng::reduce_axis_async_impl<R>(nullptr, bytes, {d}, nullptr, axis, R{}, 0, fr::Options{});
-    cudaMalloc(&temp, std::max<std::size_t>(bytes, 16));
-    cudaMalloc(&out, s.rows * sizeof(typename R::Out));
+    const cudaError_t e = eng::reduce_axis_async_impl<R>(nullptr, bytes, {d}, nullptr, axis, R{}, 0, fr::Options{});
+    if (e != cudaSuccess || cudaMalloc(&temp, std::max<std::size_t>(bytes, 16)) != cudaSuccess ||
+        cudaMalloc(&out, s.rows * sizeof(typename R::Out)) != cudaSuccess) {
+      std::fprintf(stderr, "%zu x %zu: %s\n", s.rows, s.length, cudaGetErrorString(e));
+      std::exit(2);
+    }
   }
   template <class T>
-  void operator()(const T* d) {
+  cudaError_t operator()(const T* d) {
     std::size_t b = bytes;
-    eng::reduce_axis_async_impl<R>(temp, b, {d}, out, axis, R{}, 0, fr::Options{});
+    return eng::reduce_axis_async_impl<R>(temp, b, {d}, out, axis, R{}, 0, fr::Options{});
   }
   std::vector<typename R::Out> result() const {
     std::vector<typename R::Out> h(axis.outer);
@@ -65,10 +69,17 @@ struct Runner {
 };
 
 // One call of R along the shape's rows: its results.
+// (The output is poisoned first; a call that fails ends the probe, so no result is a stale one.)
 template <class R>
 std::vector<typename R::Out> run(const typename R::Input* d, Shape s) {
   Runner<R> r(d, s);
-  r(d);
+  cudaMemset(r.out, 0xFF, s.rows * sizeof(typename R::Out));
+  const cudaError_t e = r(d);
+  if (e != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    std::fprintf(stderr, "%zu x %zu: %s\n", s.rows, s.length,
+                 cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError()));
+    std::exit(2);
+  }
   return r.result();
 }
 // How many elements of two results differ in their bits.
@@ -161,8 +172,10 @@ struct Rotation {
 // than that on an error).
 template <class T, class Check>
 int over_check_shapes(T* pool, unsigned seed, Check check) {
-  const Shape shapes[] = {{1, 1}, {1, 31}, {1, 1000003}, {1, (std::size_t(1) << 20) + 3}, {1, std::size_t(1) << 26},
-                          {4096, 4096}, {1000, 1000}, {64, 65536 + 8}, {33, 4099}, {8192, 16}};
+  const Shape shapes[] = {{1, 1},       {1, 31},       {1, 1000003},      {1, (std::size_t(1) << 20) + 3},
+                          {1, std::size_t(1) << 26}, {4096, 4096}, {1000, 1000}, {64, 65536 + 8},
+                          {33, 4099},   {8192, 16},    {8192, 2},         {8192, 4},
+                          {8192, 8}};
   int bad = 0;
   for (int kind = 0; kind < 3; ++kind) {
     for (const Shape s : shapes) {

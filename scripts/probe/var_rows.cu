@@ -4,11 +4,13 @@
 // batches of back-to-back calls, median of 7 batches). A float's sign, exponent and significand
 // placed in a double by an arithmetic shift and a mask (high word) and a shift (low word) read as
 // the value times 2^-896, subnormals included; fma(w, 2^896, -shift) is then the value minus the
-// shift rounded once, as the conversion and the subtraction give it, with one double instruction
-// where they took a conversion (F2F.F64.F32: a quarter of a double multiply's rate on sm_90) and an
-// add. The half types take primitives::HalfBits alike. A vector holding an infinity or NaN is
-// converted. Columns: the engine's Sum; the engine's variance; by bits, multiplied then shifted
-// (two double instructions: the half types' variant measured slower before); by bits, fused; for
+// shift rounded once, as the conversion and the subtraction give it (in a build without -ftz:
+// under -ftz=true the conversion flushes a subnormal float, the bits keep it), with one double
+// instruction where they took a conversion (F2F.F64.F32: a quarter of a double multiply's rate on
+// sm_90) and an add. The half types take primitives::HalfBits alike. A vector holding an infinity
+// or NaN is converted. Columns: the engine's Sum; the engine's variance; by bits, multiplied then
+// shifted (two double instructions, __dmul_rn so that they are not contracted into one: the half
+// types' variant measured slower before); by bits, fused; for
 // the half types also the L2 norm by conversion and the engine's (by bits), for rows of 256.
 // Then the bits of the fused variance against the engine's, on near, far and special values.
 // Built with -DFASTREDUCE_BUILD_PROBES=ON (target var_rows).
@@ -52,6 +54,7 @@ __device__ __forceinline__ bool raw_bits(const fr::primitives::Vec<T, V>& v, dou
     }
     return special == 0;
   } else {
+    static_assert(V % 2 == 0, "half and bfloat16 vectors of whole words");
     using Bits = fr::primitives::HalfBits<T>;
     unsigned w[V / 2];
     __builtin_memcpy(w, &v, sizeof(w));
@@ -85,7 +88,7 @@ struct VarBits : Base {
     if (raw_bits(v, raw)) {
 #pragma unroll
       for (unsigned k = 0; k < V; ++k)
-        d[k] = Fused ? fma(raw[k], kScale<T>, -this->shift) : raw[k] * kScale<T> - this->shift;
+        d[k] = Fused ? fma(raw[k], kScale<T>, -this->shift) : __dmul_rn(raw[k], kScale<T>) - this->shift;
     } else {
 #pragma unroll
       for (unsigned k = 0; k < V; ++k) d[k] = fr::stats::widen(v.elem[k]) - this->shift;

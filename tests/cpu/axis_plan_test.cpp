@@ -120,7 +120,7 @@ TEST(AxisPlan, ReductionsOtherThanBuiltInOpsTileRowsUpTo1KB) {
 }
 
 // RowsLanes (inputs 16-byte aligned): back-to-back rows of 1 to 64 whole vectors (a power of two),
-// or 2 or 4 rows a vector, of the sizes the reduction takes.
+// or 2 or 4 rows a vector, of the kinds the reduction takes.
 TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   auto fits = [](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem); };
   for (std::size_t length : {1, 2, 4, 8, 16, 32, 64, 128, 256}) EXPECT_TRUE(fits({.outer = 7, .length = length}, 4)) << length;
@@ -153,6 +153,14 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   EXPECT_TRUE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 2}), 4, halves));
   EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 4}), 4, halves));   // a whole vector
   EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 4}), 4, {}));  // none
+  const eng::LanesRows whole{.whole = true};  // (the arg-extremes' kinds)
+  EXPECT_TRUE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 4}), 4, whole));
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 2}), 4, whole));  // halves
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 2}), 2, whole));  // quarters
+  const eng::LanesRows quarters{.quarters = true};
+  EXPECT_TRUE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 2}), 2, quarters));
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 2}), 4, quarters));
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 8}), 2, quarters));
   EXPECT_EQ(eng::choose_axis_path(resolved({.outer = 100000, .length = 32}), 4, false, 132, true,
                                   eng::kAxisPolicy.tile_row_max_bytes_family, false, halves),
             eng::AxisPath::RowsTile);

@@ -329,7 +329,7 @@ __device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>&
 
 // Back-to-back rows of a 16-byte aligned input whose rows are 1 to 64 whole vectors (a power of
 // two, `lanes`) or 2 or 4 to a vector (AxisPath::RowsLanes; every commutative reduction whose
-// inputs fill 16-byte vectors, for the row sizes axis_dispatch.cuh's kLanesRows gives it). The
+// inputs fill 16-byte vectors, for the kinds of row axis_dispatch.cuh's kLanesRows gives it). The
 // rows are one array of vectors: a warp loads kLanesUnroll runs of 32 adjacent vectors before it
 // reduces any, each lane folds its vector (two, for rows of 64) from the empty state, and the
 // lanes of one row meet in a butterfly of shuffles (a fixed order); the row's first lane writes

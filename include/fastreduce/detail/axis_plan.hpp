@@ -119,12 +119,11 @@ inline AxisLayout length_one_as_rows(const AxisLayout& l) {
   return rows;
 }
 
-// The rows RowsLanes takes for a reduction (its inputs 16-byte aligned): rows of 1 to 64 whole
-// 16-byte vectors (a power of two), and 2 or 4 rows a vector.
+// The rows RowsLanes takes for a reduction (its inputs 16-byte aligned).
 struct LanesRows {
-  bool whole = false;
-  bool halves = false;
-  bool quarters = false;
+  bool whole = false;     // rows of 1 to 64 whole 16-byte vectors (a power of two)
+  bool halves = false;    // 2 rows a vector
+  bool quarters = false;  // 4 rows a vector
   static constexpr LanesRows all() { return {true, true, true}; }
   constexpr bool any() const { return whole || halves || quarters; }
 };
