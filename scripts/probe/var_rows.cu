@@ -60,14 +60,11 @@ __device__ __forceinline__ bool raw_bits(const fr::primitives::Vec<T, V>& v, dou
     __builtin_memcpy(w, &v, sizeof(w));
     unsigned special = 0;
 #pragma unroll
-    for (unsigned k = 0; k < V / 2; ++k)
-      special |= ((w[k] & (Bits::kExp * 0x10001u)) + Bits::kExpLow * 0x10001u) & 0x80008000u;
+    for (unsigned k = 0; k < V / 2; ++k) special |= Bits::special(w[k]);
 #pragma unroll
     for (unsigned k = 0; k < V / 2; ++k) {
-      raw[2 * k] = __hiloint2double(
-          static_cast<int>(static_cast<unsigned>(static_cast<int>(w[k] << 16) >> Bits::kShift) & Bits::kKeep), 0);
-      raw[2 * k + 1] = __hiloint2double(
-          static_cast<int>(static_cast<unsigned>(static_cast<int>(w[k]) >> Bits::kShift) & Bits::kKeep), 0);
+      raw[2 * k] = Bits::unscaled(w[k] << 16);
+      raw[2 * k + 1] = Bits::unscaled(w[k]);
     }
     return special == 0;
   }

@@ -65,7 +65,7 @@ __device__ __forceinline__ void widen(const fr::primitives::Vec<T, V>& v, double
     unsigned special = 0;
 #pragma unroll
     for (unsigned k = 0; k < V / 2; ++k) {
-      special |= ((x[k] & (Bits::kExp * 0x10001u)) + Bits::kExpLow * 0x10001u) & 0x80008000u;
+      special |= Bits::special(x[k]);
       w[2 * k] = Bits::high(x[k] << 16);
       w[2 * k + 1] = Bits::high(x[k]);
     }

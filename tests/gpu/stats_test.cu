@@ -519,16 +519,19 @@ TEST(Norms, NoOverflowOrUnderflowNearTheLimits) {
 
 namespace {
 
+// The bits of a half or bfloat16 significand.
+template <class T>
+constexpr unsigned kSignificand = std::is_same_v<T, __half> ? 10 : 7;
+
 // Every finite half or bfloat16 value whose exponent field lies in [lo, hi), both signs (zeros and
 // subnormals where lo is 0), shuffled, repeated to n elements.
 template <class T>
 std::vector<T> finite_patterns(unsigned lo, unsigned hi, std::size_t n, std::mt19937_64& rng) {
-  constexpr unsigned kSignificand = std::is_same_v<T, __half> ? 10 : 7;
   std::vector<T> all;
   for (unsigned e = lo; e < hi; ++e) {
-    for (unsigned m = 0; m < (1u << kSignificand); ++m) {
+    for (unsigned m = 0; m < (1u << kSignificand<T>); ++m) {
       for (unsigned sign : {0u, 0x8000u}) {
-        const auto bits = static_cast<std::uint16_t>(sign | (e << kSignificand) | m);
+        const auto bits = static_cast<std::uint16_t>(sign | (e << kSignificand<T>) | m);
         T x;
         std::memcpy(&x, &bits, 2);
         all.push_back(x);
@@ -548,8 +551,7 @@ std::vector<T> finite_patterns(unsigned lo, unsigned hi, std::size_t n, std::mt1
 // quad references; then an infinity or NaN among them.
 template <class T>
 void check_every_pattern(const char* name, unsigned lo, unsigned hi, std::mt19937_64& rng) {
-  constexpr unsigned kSignificand = std::is_same_v<T, __half> ? 10 : 7;
-  const std::size_t n = 3 * std::size_t(hi - lo) * (2u << kSignificand) + 5;
+  const std::size_t n = 3 * std::size_t(hi - lo) * (2u << kSignificand<T>) + 5;
   std::vector<T> host = finite_patterns<T>(lo, hi, n + 3, rng);
   const auto where = ::testing::Message() << name << " exponents [" << lo << ", " << hi << ")";
   for (std::size_t offset : {0u, 1u, 3u}) check_norms(host, offset, n, name);

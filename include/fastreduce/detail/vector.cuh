@@ -104,21 +104,26 @@ struct HalfBits {
   static constexpr double kScale = kBf16 ? 0x1p896 : 0x1p1008;
   static constexpr unsigned kExp = kBf16 ? 0x7F80u : 0x7C00u;  // all ones: infinite or NaN
   static constexpr unsigned kExpLow = kBf16 ? 0x0080u : 0x0400u;
-  // The finite element in the high half of w as a double.
-  __device__ static __forceinline__ double high(unsigned w) {
-    const unsigned hi = static_cast<unsigned>(static_cast<int>(w) >> kShift) & kKeep;
-    return __hiloint2double(static_cast<int>(hi), 0) * kScale;
+  // Nonzero where either half of w is infinite or NaN (all ones plus one carries into its sign bit).
+  __device__ static __forceinline__ unsigned special(unsigned w) {
+    return ((w & (kExp * 0x10001u)) + kExpLow * 0x10001u) & 0x80008000u;
   }
+  // The finite element in the high half of w as a double times 1 / kScale.
+  __device__ static __forceinline__ double unscaled(unsigned w) {
+    const unsigned hi = static_cast<unsigned>(static_cast<int>(w) >> kShift) & kKeep;
+    return __hiloint2double(static_cast<int>(hi), 0);
+  }
+  // ... as a double.
+  __device__ static __forceinline__ double high(unsigned w) { return unscaled(w) * kScale; }
 };
 
-// A vector of half or bfloat16 elements as doubles by their bits (HalfBits): its words tested
-// first (a word's two exponents at once: all ones plus one carries into the sign bit), then every
-// element placed; a vector that holds an infinity or NaN is converted, element by element (under
-// -ftz=true a subnormal beside the infinity or NaN may then read as zero: for the norms, which
-// use this, the infinity or NaN decides the result anyway). Tested after the widening, the same
-// loop ran slower (bfloat16 L2 norms along rows of 4096 read from L2, on an H200: 10.8 against
-// 9.0 us); an element-by-element select where the test fails took the 1-D kernel from 48
-// registers to 62.
+// A vector of half or bfloat16 elements as doubles by their bits (HalfBits): its words tested first
+// (a word's two exponents at once, HalfBits::special), then every element placed; a vector that
+// holds an infinity or NaN is converted, element by element (under -ftz=true a subnormal beside the
+// infinity or NaN may then read as zero: for the norms, which use this, the infinity or NaN decides
+// the result anyway). Tested after the widening, the same loop ran slower (bfloat16 L2 norms along
+// rows of 4096 read from L2, on an H200: 10.8 against 9.0 us); an element-by-element select where
+// the test fails took the 1-D kernel from 48 registers to 62.
 template <class T, unsigned V>
 __device__ __forceinline__ void widen_halves(const Vec<T, V>& v, double (&out)[V]) {
   static_assert(V % 2 == 0);
@@ -127,7 +132,7 @@ __device__ __forceinline__ void widen_halves(const Vec<T, V>& v, double (&out)[V
   __builtin_memcpy(w, &v, sizeof(w));
   unsigned special = 0;
 #pragma unroll
-  for (unsigned k = 0; k < V / 2; ++k) special |= ((w[k] & (Bits::kExp * 0x10001u)) + Bits::kExpLow * 0x10001u) & 0x80008000u;
+  for (unsigned k = 0; k < V / 2; ++k) special |= Bits::special(w[k]);
   if (special == 0) {
 #pragma unroll
     for (unsigned k = 0; k < V / 2; ++k) {
