@@ -153,8 +153,9 @@ __host__ __device__ constexpr bool nan_value(const V& v) {
   else return !(v == v);
 }
 // Does b replace a as the extreme? NaN first, then the greater (Greater) or smaller value, then the lower index.
-template <class V, bool Greater>
-__host__ __device__ constexpr bool wins(const Indexed<V>& b, const Indexed<V>& a) {
+// (I: an Indexed<V>, or a form with a narrower index.)
+template <class V, bool Greater, class I>
+__host__ __device__ constexpr bool wins(const I& b, const I& a) {
   const bool an = nan_value(a.value), bn = nan_value(b.value);
   if (an || bn) return bn && (!an || b.index < a.index);
   if (Greater ? b.value > a.value : b.value < a.value) return true;

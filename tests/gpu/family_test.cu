@@ -236,7 +236,12 @@ void check_layout(const Op& op, const char* what, const Layout& l, std::size_t o
     }
   }
   if constexpr (std::is_floating_point_v<T>) {
-    if (fr::is_arg_op_v<Op> && l.storage > 100 && !same_rows) hx[offset + l.storage / 3] = NAN;  // the first NaN wins
+    if (fr::is_arg_op_v<Op> && l.storage > 100 && !same_rows) {
+      // The first NaN wins: of a row's elements, or of its vectors (the second 5 elements on,
+      // in a later one where a vector holds 4 or fewer: lanes of a row meet).
+      hx[offset + l.storage / 3] = NAN;
+      hx[offset + l.storage / 3 + 5] = NAN;
+    }
   }
   if (same_rows) {
     for (std::size_t q = 1; q < l.outputs(); ++q) {

@@ -112,11 +112,29 @@ struct ArgReduction {
       for (int k = int(K) - 1; k >= 0; --k) {
         if (detail::nan_value(s.vbest) ? detail::nan_value(x[k]) : x[k] == s.vbest) at = unsigned(k);
       }
-      r = op(r, Acc{x[at], s.vfirst + std::int64_t(at)});
+      const Acc e{x[at], s.vfirst + std::int64_t(at)};
+      // (Every element beats the identity: no single element, no comparison. A lane of the
+      // lanes kernel folds one vector from the empty state.)
+      r = s.index < 0 ? e : op(r, e);
     }
     return r;
   }
   __device__ __forceinline__ Acc combine(const Acc& a, const Acc& b) const { return op(a, b); }
+  // Where a row's lanes meet, a 32-bit index: a row of whole vectors there has at most 1024
+  // elements (the identity's index past any becomes INT32_MAX, past those as well).
+  struct LaneAcc {
+    V value;
+    std::int32_t index;
+  };
+  __device__ __forceinline__ LaneAcc to_lane(const Acc& a) const {
+    return {a.value, a.index > INT32_MAX ? INT32_MAX : static_cast<std::int32_t>(a.index)};
+  }
+  __device__ __forceinline__ LaneAcc lane_combine(const LaneAcc& a, const LaneAcc& b) const {
+    return detail::wins<V, kGreater>(b, a) ? b : a;
+  }
+  __device__ __forceinline__ Acc from_lane(const LaneAcc& l, std::size_t) const {
+    return {l.value, l.index == INT32_MAX ? INT64_MAX : std::int64_t(l.index)};
+  }
   __host__ __device__ __forceinline__ Partial partial(const Acc& a) const { return a; }
   __device__ __forceinline__ Partial merge(const Partial& a, const Partial& b) const { return op(a, b); }
   __host__ __device__ __forceinline__ Partial partial_identity() const { return identity(); }

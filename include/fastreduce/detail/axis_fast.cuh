@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "fastreduce/detail/axis_plan.hpp"
@@ -300,6 +301,57 @@ __device__ __forceinline__ void meet_and_write(const R& u, typename R::Acc acc, 
   if (write) write_result(u, out, row, u.partial(acc));
 }
 
+// A row's unit where its lanes meet in the Across kernel below, for a reduction with a LaneAcc
+// (reduction.cuh): its accumulators take that form. The moments and the mean leave their count
+// (the row's length gives it), the arg-extremes keep a 32-bit index. On an H200 at 2^28 over
+// rows of 64 floats, Nsight Compute counted 440 -> 375 instructions a warp's run (16 elements a
+// lane) for the variance and 472 -> 411 for argmax; float var over rows of 16 to 256 ran
+// 1.04-1.09x faster, argmax over rows of 32 to 256 1.06-1.09x (docs/notes.md, "The lanes'
+// meeting in fewer words"). Other
+// reductions meet as themselves (lane_unit_t): their code does not change.
+template <class R>
+struct LaneForm {
+  using Acc = typename R::LaneAcc;
+  using Partial = typename R::Partial;
+  using Out = typename R::Out;
+  R red;
+  unsigned elements;  // a row's
+
+  __device__ __forceinline__ Acc combine(const Acc& a, const Acc& b) const { return red.lane_combine(a, b); }
+  __device__ __forceinline__ Partial partial(const Acc& a) const { return red.partial(red.from_lane(a, elements)); }
+  __device__ __forceinline__ Out project(const Partial& p) const { return red.project(p); }
+};
+template <class R>
+inline constexpr bool kHasLaneForm = requires { typename R::LaneAcc; };
+template <class R>
+using lane_unit_t = std::conditional_t<kHasLaneForm<R>, LaneForm<R>, R>;
+
+// Unit u of a row of `elements` as lane_unit_t; the reduction of such a unit; a row's fold
+// (u's Acc) as the unit's accumulator, and the unit's accumulator of no element.
+template <class R>
+__device__ __forceinline__ lane_unit_t<R> lane_unit(const R& u, unsigned elements) {
+  if constexpr (kHasLaneForm<R>) return {u, elements};
+  else return u;
+}
+template <class L>
+inline constexpr bool kIsLaneForm = false;
+template <class R>
+inline constexpr bool kIsLaneForm<LaneForm<R>> = true;
+template <class L>
+__device__ __forceinline__ const auto& lane_red(const L& l) {
+  if constexpr (kIsLaneForm<L>) return l.red;
+  else return l;
+}
+template <class L, class A>
+__device__ __forceinline__ typename L::Acc lane_acc(const L& l, const A& a) {
+  if constexpr (kIsLaneForm<L>) return l.red.to_lane(a);
+  else return a;
+}
+template <class L>
+__device__ __forceinline__ typename L::Acc lane_identity(const L& l) {
+  return lane_acc(l, lane_red(l).identity());
+}
+
 // A lane's accumulators of M runs' rows (one a run), with the rows' units.
 template <class R, unsigned M>
 struct HeldRuns {
@@ -337,8 +389,9 @@ __device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>&
 // of 2 to 64 vectors, where the lanes meet by a reduce-scatter of the runs' rows (scatter_runs:
 // a quarter to a half of the butterfly's shuffles, the same bits), and keep the butterfly's
 // kernel for the rest: the scatter holds two accumulators live, whose registers (the moments' 64
-// -> 79 in one kernel) cost bfloat16 variances over rows of one vector or less 19-23%, H200. The
-// built-in ops keep a butterfly a run on every row (the scatter not measured for them). A row's
+// -> 79 in one kernel) cost bfloat16 variances over rows of one vector or less 19-23%, H200. In
+// that kernel the accumulators meet in their reduction's LaneAcc form where it has one (LaneForm).
+// The built-in ops keep a butterfly a run on every row (the scatter not measured for them). A row's
 // unit (at(), the moments' shift) takes the row's first element from the lane that holds it. Rows
 // of part of a vector are folded and written by the lane that holds them; those that end in a
 // last partial vector are the first block's, a thread each, folded alike. No shared memory and no
@@ -371,20 +424,22 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
       // Rows of 64 vectors: a lane's runs 2p and 2p + 1 hold its two vectors of row p (of two), from
       // a multiple of 64 on (lane 0's first is the row's first element); they meet, the lanes 16
       // apart scatter the two rows (lanes 0-15 keep the first), then 16 lanes meet in each.
-      HeldRuns<R, 2> h{make_units<R, 2>([&](unsigned p) {
-                         return row_unit_from(red, v[2 * p], 0, first + 2 * p * 32 < args.vectors);
-                       }),
-                       {}};
+      HeldRuns<lane_unit_t<R>, 2> h{
+          make_units<lane_unit_t<R>, 2>([&](unsigned p) {
+            return lane_unit(row_unit_from(red, v[2 * p], 0, first + 2 * p * 32 < args.vectors), 64 * V);
+          }),
+          {}};
 #pragma unroll
       for (unsigned p = 0; p < 2; ++p) {
-        const R& u = h.units.u[p];
+        const R& u = lane_red(h.units.u[p]);
         h.acc[p] = first + 2 * p * 32 < args.vectors
-                       ? u.value(fold_loaded(u, fold_loaded(u, u.start(), v[2 * p], std::size_t(lane) * V),
-                                             v[2 * p + 1], std::size_t(lane + 32) * V))
-                       : u.identity();
+                       ? lane_acc(h.units.u[p],
+                                  u.value(fold_loaded(u, fold_loaded(u, u.start(), v[2 * p], std::size_t(lane) * V),
+                                                      v[2 * p + 1], std::size_t(lane + 32) * V)))
+                       : lane_identity(h.units.u[p]);
       }
       const bool upper = (lane & 16) != 0;
-      const HeldRuns<R, 1> row = scatter_runs(h, 16, upper);
+      const HeldRuns<lane_unit_t<R>, 1> row = scatter_runs(h, 16, upper);
       const std::size_t j = first + (upper ? 2 : 0) * 32;
       meet_and_write(row.units.u[0], row.acc[0], 16, j < args.vectors && (lane & 15) == 0, j >> 6, args.out);
     } else if (lanes == 64) {
@@ -409,23 +464,27 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
       const unsigned rank = lane & (lanes - 1);
       const bool upper = (lane & (lanes / 2)) != 0;
       const auto scatter_pair = [&](unsigned k) {
-        HeldRuns<R, 2> h{make_units<R, 2>([&](unsigned i) {
-                           return row_unit_from(red, v[k + 2 * i], lane - rank, first + (k + 2 * i) * 32 < args.vectors);
-                         }),
-                         {}};
+        HeldRuns<lane_unit_t<R>, 2> h{
+            make_units<lane_unit_t<R>, 2>([&](unsigned i) {
+              return lane_unit(row_unit_from(red, v[k + 2 * i], lane - rank, first + (k + 2 * i) * 32 < args.vectors),
+                               lanes * V);
+            }),
+            {}};
 #pragma unroll
         for (unsigned i = 0; i < 2; ++i) {
-          const R& u = h.units.u[i];
+          const R& u = lane_red(h.units.u[i]);
           h.acc[i] = first + (k + 2 * i) * 32 < args.vectors
-                         ? u.value(fold_loaded(u, u.start(), v[k + 2 * i], std::size_t(rank) * V))
-                         : u.identity();
+                         ? lane_acc(h.units.u[i],
+                                    u.value(fold_loaded(u, u.start(), v[k + 2 * i], std::size_t(rank) * V)))
+                         : lane_identity(h.units.u[i]);
         }
         return scatter_runs(h, lanes / 2, upper);
       };
-      const HeldRuns<R, 1> a = scatter_pair(0);
-      const HeldRuns<R, 1> b = scatter_pair(1);
-      const HeldRuns<R, 2> half{make_units<R, 2>([&](unsigned i) { return i == 0 ? a.units.u[0] : b.units.u[0]; }),
-                                {a.acc[0], b.acc[0]}};
+      const HeldRuns<lane_unit_t<R>, 1> a = scatter_pair(0);
+      const HeldRuns<lane_unit_t<R>, 1> b = scatter_pair(1);
+      const HeldRuns<lane_unit_t<R>, 2> half{
+          make_units<lane_unit_t<R>, 2>([&](unsigned i) { return i == 0 ? a.units.u[0] : b.units.u[0]; }),
+          {a.acc[0], b.acc[0]}};
       const unsigned k0 = upper ? U / 2 : 0;  // the runs this lane kept
       if (lanes == 2) {
 #pragma unroll
@@ -435,7 +494,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
         }
       } else {
         const bool upper2 = (lane & (lanes / 4)) != 0;
-        const HeldRuns<R, 1> row = scatter_runs(half, lanes / 4, upper2);
+        const HeldRuns<lane_unit_t<R>, 1> row = scatter_runs(half, lanes / 4, upper2);
         const std::size_t j = first + (k0 + (upper2 ? 1 : 0)) * 32;
         meet_and_write(row.units.u[0], row.acc[0], lanes / 4, j < args.vectors && (lane & (lanes / 4 - 1)) == 0,
                        j >> shift, args.out);

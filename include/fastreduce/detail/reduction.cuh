@@ -27,7 +27,15 @@
 //                         of one element does not wait for the previous one's)
 //   order_independent     the result does not depend on the order of the operations at all
 //                         (integers, min, max, arg-extremes): Mode::Reproducible gives it as is
-// State, Acc and Partial are trivially copyable (they are shuffled and stored word by word).
+// and may have (axis_fast.cuh's LaneForm; the rows of whole vectors where lanes meet across runs):
+//   LaneAcc               a narrower Acc for the lanes of one short row, shuffled and selected
+//                         in fewer words: what the row's length gives need not travel
+//     to_lane(a)            an Acc in that form
+//     lane_combine(a, b)    combine's operations on the form (the same bits)
+//     from_lane(l, n)       the Acc of a row of n elements from the form
+// State, Acc, LaneAcc and Partial are trivially copyable (they are shuffled and stored word by
+// word). from_lane(to_lane(a), n) is a for an Acc a of exactly n elements: the kernel meets in
+// the form only on rows of whole vectors that every lane of the row has loaded.
 #pragma once
 
 #include <cstddef>

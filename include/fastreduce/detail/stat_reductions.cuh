@@ -47,6 +47,10 @@ struct MomentSums {
   std::int64_t count;
   double s1, s2;
 };
+// The sums alone, where a row's lanes meet (its count is the row's length).
+struct LaneSums {
+  double s1, s2;
+};
 
 template <class T, class Finish>
 struct MomentsReduction {
@@ -98,6 +102,14 @@ struct MomentsReduction {
   __device__ __forceinline__ MomentSums value(const MomentSums& s) const { return s; }
   __device__ __forceinline__ MomentSums combine(const MomentSums& a, const MomentSums& b) const {
     return {a.count + b.count, a.s1 + b.s1, a.s2 + b.s2};
+  }
+  using LaneAcc = LaneSums;
+  __device__ __forceinline__ LaneSums to_lane(const MomentSums& a) const { return {a.s1, a.s2}; }
+  __device__ __forceinline__ LaneSums lane_combine(const LaneSums& a, const LaneSums& b) const {
+    return {a.s1 + b.s1, a.s2 + b.s2};
+  }
+  __device__ __forceinline__ MomentSums from_lane(const LaneSums& l, std::size_t n) const {
+    return {static_cast<std::int64_t>(n), l.s1, l.s2};
   }
   __host__ __device__ __forceinline__ Partial partial(const MomentSums& p) const {
     if (p.count == 0) return {0, 0.0, 0.0, 0.0};
@@ -224,6 +236,12 @@ struct SumMeanReduction {
   __device__ __forceinline__ SumCount value(const SumCount& s) const { return s; }
   __device__ __forceinline__ SumCount combine(const SumCount& a, const SumCount& b) const {
     return {a.sum + b.sum, a.count + b.count};
+  }
+  using LaneAcc = double;  // the sum alone, where a row's lanes meet
+  __device__ __forceinline__ double to_lane(const SumCount& a) const { return a.sum; }
+  __device__ __forceinline__ double lane_combine(double a, double b) const { return a + b; }
+  __device__ __forceinline__ SumCount from_lane(double sum, std::size_t n) const {
+    return {sum, static_cast<std::int64_t>(n)};
   }
   __host__ __device__ __forceinline__ SumCount partial(const SumCount& a) const { return a; }
   __device__ __forceinline__ SumCount merge(const SumCount& a, const SumCount& b) const { return combine(a, b); }
