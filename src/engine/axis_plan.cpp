@@ -165,7 +165,9 @@ bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows r
     return false;
   }
   const std::size_t vectors = row_bytes / 16;
-  if (row_bytes % 16 != 0 || vectors > 64 || (vectors & (vectors - 1)) != 0) return false;
+  if (row_bytes % 16 != 0) return false;
+  if (vectors == 32 * kLanesUnroll) return rows.runs;
+  if (vectors > 64 || (vectors & (vectors - 1)) != 0) return false;
   return rows.whole;
 }
 

@@ -120,13 +120,25 @@ TEST(AxisPlan, ReductionsOtherThanBuiltInOpsTileRowsUpTo1KB) {
 }
 
 // RowsLanes (inputs 16-byte aligned): back-to-back rows of 1 to 64 whole vectors (a power of two),
-// or 2 or 4 rows a vector, of the kinds the reduction takes.
+// of 128 (a warp's run each), or 2 or 4 rows a vector, of the kinds the reduction takes.
 TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   auto fits = [](const fr::Axis& a, std::size_t elem) { return eng::rows_lanes_fit(resolved(a), elem); };
   for (std::size_t length : {1, 2, 4, 8, 16, 32, 64, 128, 256}) EXPECT_TRUE(fits({.outer = 7, .length = length}, 4)) << length;
-  for (std::size_t length : {3, 5, 6, 12, 24, 96, 129, 512, 1000}) EXPECT_FALSE(fits({.outer = 7, .length = length}, 4)) << length;
+  for (std::size_t length : {3, 5, 6, 12, 24, 96, 129, 384, 1000, 1024}) {
+    EXPECT_FALSE(fits({.outer = 7, .length = length}, 4)) << length;
+  }
   EXPECT_TRUE(fits({.outer = 7, .length = 512}, 2));    // 1 KB: 64 vectors, two a lane
-  EXPECT_FALSE(fits({.outer = 7, .length = 1024}, 2));  // 128 vectors: a warp per row
+  EXPECT_TRUE(fits({.outer = 7, .length = 1024}, 2));   // 128 vectors: a run a row
+  EXPECT_TRUE(fits({.outer = 7, .length = 512}, 4));
+  EXPECT_TRUE(fits({.outer = 7, .length = 256}, 8));
+  EXPECT_FALSE(fits({.outer = 7, .length = 2048}, 2));  // 256 vectors: a warp per row
+  // The built-in ops' kinds: no rows of 128 vectors (a warp a row).
+  const eng::LanesRows builtin{.whole = true, .halves = true, .quarters = true};
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 512}), 4, builtin));
+  EXPECT_TRUE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 256}), 4, builtin));
+  const eng::LanesRows runs{.runs = true};
+  EXPECT_TRUE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 512}), 4, runs));
+  EXPECT_FALSE(eng::rows_lanes_fit(resolved({.outer = 7, .length = 256}), 4, runs));  // 64 vectors: whole
   EXPECT_TRUE(fits({.outer = 7, .length = 2}, 2));      // four rows a vector
   EXPECT_FALSE(fits({.outer = 7, .length = 1}, 2));     // eight: not taken
   EXPECT_FALSE(fits({.outer = 7, .length = 2}, 1));
@@ -201,6 +213,12 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   const auto two = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 1000, .length = 256}), 4, 4, 132, 8, 0, 0);
   EXPECT_EQ(two.group, 64u);  // two vectors a lane
   EXPECT_EQ(two.chunk, 64000u);
+  const auto per_run = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 1000, .length = 512}), 4, 4, 132, 8, 0, 0);
+  EXPECT_EQ(per_run.group, 128u);  // a warp's run a row: the kernel takes vectors / 128 rows
+  EXPECT_EQ(per_run.rows_per_tile, 1u);
+  EXPECT_EQ(per_run.chunk, 128000u);
+  EXPECT_EQ(per_run.items, 1000u);
+  EXPECT_EQ(per_run.grid, (1000u + eng::kAxisWarps - 1) / eng::kAxisWarps);
   const auto tiny = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 3, .length = 1}), 4, 4, 132, 8, 0, 0);
   EXPECT_EQ(tiny.chunk, 0u);  // three rows in part of one vector: all of them the first block's
   EXPECT_EQ(tiny.grid, 1u);

@@ -186,6 +186,7 @@ void check_l1(int kind) {
     };
     std::vector<Shape> shapes = {
         {{2053, 1, 1}, 0},     {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},        {{300, 256, 1}, 0},
+        {{257, 2048 / sizeof(T), 1}, 0},  // rows of 2 KB: a warp's run each (RowsLanes)
         {{37, kMax, 1}, 0},    {{5, kMax + 1, 1}, 0},  {{2, 70001, 1}, 1},        {{3, 5, 100}, 0},
         {{200, 3000, 1}, 1},   {{3, 2000, 50}, 0},  // (float-valued: the wide check)
         {{3, 4099, 32}, 0},    {{2, 1000, 33}, 0},     {{1, n / 3, 3}, 0},
@@ -332,6 +333,7 @@ void check_mean(int kind) {
     };
     const std::vector<Shape> shapes = {
         {{100, 1, 1}, 0},      {{2053, 2, 1}, 0},      {{1031, 3, 1}, 1},      {{1000, 33, 1}, 0},        {{300, 256, 1}, 0},
+        {{257, 2048 / sizeof(T), 1}, 0},  // rows of 2 KB: a warp's run each (RowsLanes)
         {{37, kMax, 1}, 0},    {{5, kMax + 1, 1}, 0},  {{2, 70001, 1}, 1},        {{3, 5, 100}, 0},
         {{3, 4099, 32}, 0},    {{2, 1000, 33}, 0},     {{1, n / 3, 3}, 0},
         {{1, 300, 200, fr::Axis::kContiguous, 1, 300}, 0},
@@ -1187,7 +1189,8 @@ void check_variance_axes(int kind) {
   CUDA_OK(cudaMemcpy(dx.get(), x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   const std::string what = std::string(kExactDataSets[kind]) + ", " + (sizeof(T) == 2 ? "16-bit" : "float");
   std::vector<AxisShape> shapes = every_axis_shape(n);
-  shapes.push_back({{4, 0, 3}, 0});  // length 0
+  shapes.push_back({{4, 0, 3}, 0});                      // length 0
+  shapes.push_back({{257, 2048 / sizeof(T), 1}, 0});  // rows of 2 KB: a warp's run each (RowsLanes)
   for (const AxisShape& s : shapes) {
     const fr::Axis& axis = s.axis;
     const std::size_t outputs = axis.outer * axis.inner;
@@ -1272,7 +1275,8 @@ void check_variance_paths() {
   DeviceBuffer<T> dx(1 << 16);
   using R = eng::MomentsReduction<T, eng::VarianceOf<float>>;
   const fr::Options opt{.mode = fr::Mode::Exact};
-  for (const auto& [axis, exact_lanes] : {std::pair{fr::Axis{64, 1024, 1}, false}, std::pair{fr::Axis{1, 64, 1024}, false},
+  for (const auto& [axis, exact_lanes] : {std::pair{fr::Axis{64, 1024, 1}, false}, std::pair{fr::Axis{64, 2048 / sizeof(T), 1}, false},
+                                          std::pair{fr::Axis{1, 64, 1024}, false},
                                           std::pair{fr::Axis{8, 8192, 1}, true}, std::pair{fr::Axis{1, 8192, 8}, true}}) {
     eng::AxisPlan plan{};
     ASSERT_EQ(eng::describe_axis_reduction<R>({dx.get()}, axis, opt, plan), cudaSuccess);

@@ -288,6 +288,7 @@ void check_short_axes() {
       {fr::Axis{3, 5, 100}, true},          {fr::Axis{2, 1000, 33}, true},       {fr::Axis{1, 300, 7, fr::Axis::kContiguous, 1, 300}, true},
       {fr::Axis{40, kNarrowMax, 1}, true},  {fr::Axis{40, kNarrowMax + 1, 1}, kNarrowMax < kMax},
       {fr::Axis{300, 2000, 1}, true},       {fr::Axis{2, 3000, 40}, true},       {fr::Axis{1, 2000, 9, fr::Axis::kContiguous, 1, 2000}, true},
+      {fr::Axis{257, 2048 / sizeof(T), 1}, true},  // rows of 2 KB: a warp's run each (RowsLanes)
   };
   for (const Shape& shape : shapes) {
     const fr::Axis& axis = shape.axis;

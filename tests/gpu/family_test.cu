@@ -456,8 +456,8 @@ TEST(Family, UsersTransformAndOrderedOp) {
 
 // The paths the layouts above are meant to take: an axis of length 1 over adjacent outputs runs
 // the map kernel (not for arg-extremes, nor for the built-in ops, which read such rows as one
-// array of vectors, as every op does some rows of 1 to 64 whole vectors), other rows up to 1 KB
-// the tiles.
+// array of vectors, as every op does some rows of 1 to 64 whole vectors, and the family's
+// one-input ops rows of 128), other rows up to 1 KB the tiles.
 TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
   FASTREDUCE_REQUIRE_GPU();
   DeviceBuffer<float> x(std::size_t(1) << 21);
@@ -488,10 +488,13 @@ TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
   EXPECT_EQ(path(fr::ArgMax{}, {.outer = 8192, .length = 200}), P::RowsTile);
   EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 256}), P::RowsLanes);  // 1 KB: two vectors a lane
   EXPECT_EQ(path(fr::Sum{}, {.outer = 8192, .length = 512}), P::RowsWarp);
+  EXPECT_EQ(path(fr::Var{1}, {.outer = 8192, .length = 512}), P::RowsLanes);  // 2 KB: a run a row
+  EXPECT_EQ(path(fr::ArgMax{}, {.outer = 8192, .length = 512}), P::RowsLanes);
+  EXPECT_EQ(path(fr::Var{1}, {.outer = 8192, .length = 1024}), P::RowsWarp);
 }
 
 // Rows as one array of vectors (AxisPath::RowsLanes) for every op of the family: rows of 4 bytes
-// to 1 KB (2 or 4 rows a vector, then 1 to 64 vectors a row), few rows and rows past the last
+// to 2 KB (2 or 4 rows a vector, then 1 to 128 vectors a row: 128 for one input), few rows and rows past the last
 // whole vector, on three blocks (each warp takes many runs) and on the planner's grid; each
 // shape's path is checked (off the 16-byte boundary they take others). Moments of data far from
 // zero: each row's sums are taken from its first element, which every lane of the row must share.
@@ -504,7 +507,7 @@ template <class T, class Op>
 void check_lanes_rows(const Op& op, const char* what, bool parts, double center = 0) {
   std::mt19937_64 rng(test_seed());
   DeviceBuffer<T> probe(64);  // (planning reads the addresses only)
-  for (std::size_t row_bytes = 4; row_bytes <= 1024; row_bytes *= 2) {
+  for (std::size_t row_bytes = 4; row_bytes <= 2048; row_bytes *= 2) {
     if (row_bytes < sizeof(T)) continue;
     const std::size_t length = row_bytes / sizeof(T);
     for (std::size_t outer : {std::size_t(7), std::size_t(quick() ? 1027 : 4099)}) {
@@ -529,9 +532,15 @@ void check_lanes_rows(const Op& op, const char* what, bool parts, double center 
           using R = fr::reduction_t<T, Op>;
           ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{p}, l.axis, {}, plan), cudaSuccess);
         }
-        // (Rows of one element of 4 or 8 bytes other than the arg-extremes' take the map kernel.)
+        // (Rows of one element of 4 or 8 bytes other than the arg-extremes' take the map kernel;
+        // rows of 2 KB (128 vectors) RowsLanes for one input, else a warp or a block a row.)
         const bool map = length == 1 && !fr::is_arg_op_v<Op>;
-        const bool lanes = row_bytes >= 16 || parts;
+        const bool lanes = row_bytes == 2048 ? !kTwoInputs<T, Op> : row_bytes >= 16 || parts;
+        if (row_bytes == 2048 && (shift != 0 || !lanes)) {
+          EXPECT_TRUE(plan.path == eng::AxisPath::RowsWarp || plan.path == eng::AxisPath::RowsBlock)
+              << what << " " << l.name << " shift " << shift << ": " << eng::axis_path_name(plan.path);
+          continue;
+        }
         const eng::AxisPath want = map                     ? eng::AxisPath::Map
                                    : shift == 0 && lanes ? eng::AxisPath::RowsLanes
                                                          : eng::AxisPath::RowsTile;

@@ -120,7 +120,7 @@ struct ArgReduction {
     return r;
   }
   __device__ __forceinline__ Acc combine(const Acc& a, const Acc& b) const { return op(a, b); }
-  // Where a row's lanes meet, a 32-bit index: a row of whole vectors there has at most 1024
+  // Where a row's lanes meet, a 32-bit index: a row of whole vectors there has at most 2048
   // elements (the identity's index past any becomes INT32_MAX, past those as well).
   struct LaneAcc {
     V value;

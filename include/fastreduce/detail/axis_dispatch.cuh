@@ -62,15 +62,22 @@ inline constexpr bool kLanesOk = lanes_ok<R>();
 // accumulators (the moments, the arg-extremes, Mode::Exact's checks of the L2 norm and variance)
 // took rows of one or 64 vectors only while their lanes met in a butterfly a run (float rows of 8
 // to 128: 0.79-0.98x of the tile kernel, H200); with the reduce-scatter they ran 1.01-1.39x faster
-// than the tile kernel there. docs/notes.md, "Rows as one array of vectors for every op" and "The
-// lanes of a row meet by a reduce-scatter".
+// than the tile kernel there. Rows of 128 vectors (a warp's run each, axis_lanes_runs_kernel) for
+// reductions of one input other than the built-in ops, which took a warp a row there (float var,
+// argmax and L2 over rows of 512 at 69-80% of Sum, H200; Sum at 100%); not two inputs: the dot
+// product's Mode::Exact check ran 0.90x of a warp a row there. docs/notes.md, "Rows as one array
+// of vectors for every op", "The lanes of a row meet by a reduce-scatter" and "Rows of 128
+// vectors".
 template <class R>
 constexpr LanesRows lanes_rows() {
   if constexpr (!kLanesOk<R>) {
     return {};
   } else {
     using O = typename R::Out;
-    return {.whole = true, .halves = 2 * sizeof(O) <= 16, .quarters = 4 * sizeof(O) <= 16};
+    return {.whole = true,
+            .halves = 2 * sizeof(O) <= 16,
+            .quarters = 4 * sizeof(O) <= 16,
+            .runs = !is_builtin_v<R> && !two_inputs_v<R>};
   }
 }
 template <class R>
@@ -86,13 +93,20 @@ struct AxisKernels {
   static constexpr bool lanes_ok = kLanesOk<R> && V * sizeof(typename R::Input) == 16;
   // On the RowsLanes path (rows of 1 to 64 whole vectors, or part of one): rows of 2 vectors or
   // more of a reduction other than the built-in ops take the reduce-scatter's kernel
-  // (axis_lanes_kernel's Across).
+  // (axis_lanes_kernel's Across); rows of 128 vectors (kLanesRows' runs) their own.
   static bool lanes_across(std::size_t length) {
     return !is_builtin_v<R> && length * sizeof(typename R::Input) >= 2 * 16;
+  }
+  static bool lanes_runs(std::size_t length) {
+    return kLanesRows<R>.runs && length * sizeof(typename R::Input) == 16 * 32 * kLanesUnroll;
   }
   template <bool Across>
   static constexpr auto lanes() {
     if constexpr (lanes_ok) return axis_lanes_kernel<V, R, Across && !is_builtin_v<R>>;
+    else return nullptr;
+  }
+  static constexpr auto runs() {
+    if constexpr (lanes_ok && kLanesRows<R>.runs) return axis_lanes_runs_kernel<V, R>;
     else return nullptr;
   }
   static constexpr auto rows_warp = axis_rows_kernel<32, V, R>;
@@ -235,6 +249,12 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         break;
       case AxisPath::RowsLanes:
         if constexpr (K::lanes_ok) {
+          if constexpr (K::runs() != nullptr) {
+            if (K::lanes_runs(out.layout.length)) {
+              status = kernel_facts<K::runs(), kAxisThreads>(device, main);
+              break;
+            }
+          }
           status = K::lanes_across(out.layout.length) ? kernel_facts<K::template lanes<true>(), kAxisThreads>(device, main)
                                                       : kernel_facts<K::template lanes<false>(), kAxisThreads>(device, main);
         }
@@ -390,6 +410,9 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
       case AxisPath::RowsLanes:
         if constexpr (K::lanes_ok) {
           const LanesArgs<R> args{in, L.outputs(), L.length, Q.chunk, Q.group, static_cast<unsigned>(Q.rows_per_tile), d_out};
+          if constexpr (K::runs() != nullptr) {
+            if (K::lanes_runs(L.length)) return launch(K::runs(), Q.grid, T_, 0, stream, false, args, red);
+          }
           return K::lanes_across(L.length) ? launch(K::template lanes<true>(), Q.grid, T_, 0, stream, false, args, red)
                                            : launch(K::template lanes<false>(), Q.grid, T_, 0, stream, false, args, red);
         }

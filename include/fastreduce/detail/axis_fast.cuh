@@ -215,7 +215,8 @@ struct LanesArgs {
   std::size_t length;
   std::size_t vectors;       // whole 16-byte vectors of the rows' elements
   unsigned lanes;            // vectors a row: a power of two up to 64 (lanes a row up to 32, then two
-                             // vectors a lane); 1 where a vector holds rows
+                             // vectors a lane), or 128 (axis_lanes_runs_kernel); 1 where a vector
+                             // holds rows
   unsigned rows_per_vector;  // 1, or 2 or 4 rows of V / rows_per_vector elements a vector
   typename R::Out* out;
 };
@@ -301,7 +302,7 @@ __device__ __forceinline__ void meet_and_write(const R& u, typename R::Acc acc, 
   if (write) write_result(u, out, row, u.partial(acc));
 }
 
-// A row's unit where its lanes meet in the Across kernel below, for a reduction with a LaneAcc
+// A row's unit where its lanes meet in the Across and runs kernels below, for a reduction with a LaneAcc
 // (reduction.cuh): its accumulators take that form. The moments and the mean leave their count
 // (the row's length gives it), the arg-extremes keep a 32-bit index. On an H200 at 2^28 over
 // rows of 64 floats, Nsight Compute counted 440 -> 375 instructions a warp's run (16 elements a
@@ -530,6 +531,35 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
         if (args.rows_per_vector == 4) write_row_alone<4, V>(red, args.in, r, args.out);
       }
     }
+  }
+}
+
+// Rows of 128 vectors (AxisPath::RowsLanes, reductions of one input other than the built-in ops):
+// a warp's run of 32 x kLanesUnroll vectors is one row, whose vectors k * 32 + lane are lane's;
+// they fold in index order, then the 32 lanes meet in a butterfly, in the LaneAcc form where the
+// reduction has one. Such rows took a warp a row (float var, argmax and L2 over rows of 512 at
+// 69-80% of Sum, H200). A kernel of its own: as a branch of axis_lanes_kernel's Across form its
+// registers cost rows of 2 to 64 vectors up to 15% (docs/notes.md, "Rows of 128 vectors").
+template <unsigned V, class R>
+__global__ void __launch_bounds__(kAxisThreads) axis_lanes_runs_kernel(LanesArgs<R> args, R red) {
+  constexpr unsigned U = kLanesUnroll;
+  static_assert(V * sizeof(typename R::Input) == 16, "inputs read by 16-byte vectors");
+  const unsigned lane = threadIdx.x % 32;
+  const std::size_t rows = args.vectors / (32 * U);  // (whole rows of whole vectors)
+  for (std::size_t row = std::size_t(blockIdx.x) * kAxisWarps + threadIdx.x / 32; row < rows;
+       row += std::size_t(gridDim.x) * kAxisWarps) {
+    const std::size_t first = row * 32 * U + lane;
+    Loaded<R, V> v[U];
+#pragma unroll
+    for (unsigned k = 0; k < U; ++k) {
+      v[k] = load_vector<V, primitives::LoadHint::ReadOnly, R>(args.in, 0, first + k * 32);
+    }
+    const lane_unit_t<R> unit = lane_unit(row_unit_from(red, v[0], 0, true), 32 * U * V);
+    const R& u = lane_red(unit);
+    typename R::State s = u.start();
+#pragma unroll
+    for (unsigned k = 0; k < U; ++k) s = fold_loaded(u, s, v[k], std::size_t(lane + 32 * k) * V);
+    meet_and_write(unit, lane_acc(unit, u.value(s)), 32, lane == 0, row, args.out);
   }
 }
 

@@ -6,10 +6,11 @@
 //                16-byte loads, then groups of threads reduce a row each (rows up to 256 bytes,
 //                1 KB for the statistics and other reductions that are not built-in ops);
 //   RowsLanes    back-to-back rows of a 16-byte aligned input, each a power of two of 16-byte
-//                vectors up to 64 (1 KB) or part of one vector (2 or 4 rows a vector), for
-//                commutative reductions whose inputs fill 16-byte vectors (two inputs: both
-//                aligned): a warp reads 32 adjacent vectors at a time, four such runs in
-//                flight, and the lanes that hold one row meet in shuffles;
+//                vectors up to 64 (1 KB; 128 for reductions of one input other than the built-in
+//                ops) or part of one vector (2 or 4 rows a vector), for commutative reductions
+//                whose inputs fill 16-byte vectors (two inputs: both aligned): a warp reads 32
+//                adjacent vectors at a time, four such runs in flight, and the lanes that hold
+//                one row meet in shuffles;
 //   RowsWarp     rows whose elements are contiguous (length_stride 1): a warp per row;
 //   RowsBlock    long rows: a block per row, or per piece of a row (partials and a combine kernel)
 //                when there are too few rows to fill the GPU;
@@ -124,12 +125,13 @@ struct LanesRows {
   bool whole = false;     // rows of 1 to 64 whole 16-byte vectors (a power of two)
   bool halves = false;    // 2 rows a vector
   bool quarters = false;  // 4 rows a vector
-  static constexpr LanesRows all() { return {true, true, true}; }
-  constexpr bool any() const { return whole || halves || quarters; }
+  bool runs = false;      // rows of 128 vectors: a warp's run of 32 x kLanesUnroll vectors each
+  static constexpr LanesRows all() { return {true, true, true, true}; }
+  constexpr bool any() const { return whole || halves || quarters || runs; }
 };
 
 // RowsLanes takes the layout (when its inputs are 16-byte aligned): rows back to back whose bytes
-// are 16 times a power of two up to 64 (vectors a row), or 2 or 4 rows to a 16-byte vector, of
+// are 16 times a power of two up to 128 (vectors a row), or 2 or 4 rows to a 16-byte vector, of
 // the kinds in `rows`.
 bool rows_lanes_fit(const AxisLayout& layout, std::size_t elem_size, LanesRows rows = LanesRows::all());
 

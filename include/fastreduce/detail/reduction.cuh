@@ -27,7 +27,7 @@
 //                         of one element does not wait for the previous one's)
 //   order_independent     the result does not depend on the order of the operations at all
 //                         (integers, min, max, arg-extremes): Mode::Reproducible gives it as is
-// and may have (axis_fast.cuh's LaneForm; the rows of whole vectors where lanes meet across runs):
+// and may have (axis_fast.cuh's LaneForm: rows of whole vectors whose lanes meet in shuffles):
 //   LaneAcc               a narrower Acc for the lanes of one short row, shuffled and selected
 //                         in fewer words: what the row's length gives need not travel
 //     to_lane(a)            an Acc in that form
