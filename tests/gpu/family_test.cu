@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -217,6 +219,24 @@ bool same_result(const O& a, const O& b) {
   else return same_bits(a, b);
 }
 
+// Every byte of every result written (whole sectors): an arg-extreme's padding between a value
+// narrower than the index and the index is zero, where the output was poisoned.
+template <class O>
+::testing::AssertionResult padding_zeroed(const std::vector<O>& got) {
+  if constexpr (requires { got[0].index; }) {
+    for (std::size_t q = 0; q < got.size(); ++q) {
+      unsigned char bytes_of[sizeof(O)];
+      std::memcpy(bytes_of, &got[q], sizeof(O));
+      for (std::size_t b = sizeof(got[q].value); b < offsetof(O, index); ++b) {
+        if (bytes_of[b] != 0) {
+          return ::testing::AssertionFailure() << "output " << q << ": padding byte " << b << " is " << int(bytes_of[b]);
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // op along layout l, the input at `offset` elements from an allocation's start, its values moved
 // by `center` (floating-point types). `same_rows`: every output's elements are output 0's, and
 // every result must have its bits (the order a reduction's parts meet in does not depend on where
@@ -269,6 +289,7 @@ void check_layout(const Op& op, const char* what, const Layout& l, std::size_t o
   ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
   CUDA_OK(cudaDeviceSynchronize());
   const auto got = host_copy(out.get(), outputs);
+  ASSERT_TRUE(padding_zeroed(got)) << what << " " << l.name;
   std::vector<T> ex(l.axis.length), ey(l.axis.length);
   for (std::size_t q = 0; q < outputs; ++q) {
     for (std::size_t k = 0; k < l.axis.length; ++k) {
@@ -356,6 +377,7 @@ void check_segments(const Op& op, const char* what) {
                                                      segments, db.buffer.get(), de.buffer.get(), op);
     CUDA_OK(cudaDeviceSynchronize());
     const auto got = host_copy(out.get(), segments);
+    ASSERT_TRUE(padding_zeroed(got)) << what << " segments " << segments;
     for (std::size_t s = 0; s < segments; ++s) {
       const std::size_t len = std::size_t(std::max<std::int64_t>(end[s] - begin[s], 0));
       std::vector<T> ex(hx.begin() + begin[s], hx.begin() + begin[s] + std::int64_t(len));

@@ -382,6 +382,61 @@ TEST(Moments, RobustOnALargeMeanAndATinySpread) {
   }
 }
 
+namespace {
+// The moments' unit of sums s1 over 2^k elements, by the rows-as-one-array kernels'
+// lane_partial and by partial() (a division), for every k of 0..62 (sums[i] over 2^(i % 63)).
+__global__ void offsets_kernel(const double* sums, std::size_t n, double* offset, double* quotient, double* m2,
+                               double* m2_divided) {
+  using R = fr::engine::MomentsReduction<float, fr::engine::VarianceOf<float>>;
+  const R r{};
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::int64_t count = std::int64_t(1) << (i % 63);
+    const fr::Moments<double> a = r.lane_partial({sums[i], 1.0}, std::size_t(count));
+    const fr::Moments<double> b = r.partial({count, sums[i], 1.0});
+    offset[i] = a.count == count ? a.offset : NAN;
+    quotient[i] = b.offset;
+    m2[i] = a.m2;
+    m2_divided[i] = b.m2;
+  }
+}
+}  // namespace
+
+// A row of 2^k elements takes its offset as s1 times 2^-k: the division's bits on every double,
+// normal or subnormal (results that underflow, or round to zero), signed zeros, infinities; NaN
+// stays NaN.
+TEST(Moments, PowerOfTwoCountsDivideByMultiplying) {
+  FASTREDUCE_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed());
+  std::vector<double> sums;
+  for (double v : {0.0, -0.0, 1.0, -3.0, 0x1p-1074, -0x1p-1074, 0x1.8p-1022, 0x1.fffffffffffffp-1011, 0x1p-1000,
+                   DBL_MAX, -DBL_MAX, double(INFINITY), -double(INFINITY)}) {
+    for (int k = 0; k < 63; ++k) sums.push_back(v);
+  }
+  for (int i = 0; i < 63 * 300; ++i) {  // random bits: every exponent, subnormals included
+    std::uint64_t bits = rng();
+    if ((bits >> 52 & 0x7FF) == 0x7FF) bits &= ~(std::uint64_t(1) << 62);  // finite
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    sums.push_back(v);
+  }
+  sums.push_back(NAN);
+  const std::size_t n = sums.size();
+  auto d_sums = to_device(sums);
+  DeviceBuffer<double> d_offset(n), d_quotient(n), d_m2(n), d_m2_divided(n);
+  for (auto* b : {&d_offset, &d_quotient, &d_m2, &d_m2_divided}) b->poison();
+  offsets_kernel<<<64, 256>>>(d_sums.get(), n, d_offset.get(), d_quotient.get(), d_m2.get(), d_m2_divided.get());
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto offset = host_copy(d_offset.get(), n), quotient = host_copy(d_quotient.get(), n);
+  const auto m2 = host_copy(d_m2.get(), n), m2_divided = host_copy(d_m2_divided.get(), n);
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    ASSERT_TRUE(same_bits(offset[i], quotient[i]))
+        << "sum " << sums[i] << " over 2^" << i % 63 << ": " << offset[i] << " against " << quotient[i];
+    ASSERT_TRUE(same_bits(m2[i], m2_divided[i])) << "sum " << sums[i] << " over 2^" << i % 63 << ": M2";
+  }
+  EXPECT_TRUE(std::isnan(offset[n - 1]));
+  EXPECT_TRUE(std::isnan(quotient[n - 1]));
+}
+
 TEST(Moments, SpecialValuesAndTinyCounts) {
   FASTREDUCE_REQUIRE_GPU();
   const std::size_t n = quick() ? 10007 : 1000003;

@@ -97,9 +97,9 @@ struct AxisKernels {
   static bool lanes_across(std::size_t length) {
     return !is_builtin_v<R> && length * sizeof(typename R::Input) >= 2 * 16;
   }
-  static bool lanes_runs(std::size_t length) {
-    return kLanesRows<R>.runs && length * sizeof(typename R::Input) == 16 * 32 * kLanesUnroll;
-  }
+  // Rows of 128 vectors: the runs kernel's, where R has it (rows_lanes_fit plans them for no
+  // other reduction: the other kernels do not take them, and the dispatch refuses them).
+  static bool lanes_runs(std::size_t length) { return length * sizeof(typename R::Input) == 16 * 32 * kLanesUnroll; }
   template <bool Across>
   static constexpr auto lanes() {
     if constexpr (lanes_ok) return axis_lanes_kernel<V, R, Across && !is_builtin_v<R>>;
@@ -249,11 +249,10 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
         break;
       case AxisPath::RowsLanes:
         if constexpr (K::lanes_ok) {
-          if constexpr (K::runs() != nullptr) {
-            if (K::lanes_runs(out.layout.length)) {
-              status = kernel_facts<K::runs(), kAxisThreads>(device, main);
-              break;
-            }
+          if (K::lanes_runs(out.layout.length)) {
+            if constexpr (K::runs() != nullptr) status = kernel_facts<K::runs(), kAxisThreads>(device, main);
+            else return fail(cudaErrorNotSupported, "rows of 128 vectors planned for a reduction without their kernel");
+            break;
           }
           status = K::lanes_across(out.layout.length) ? kernel_facts<K::template lanes<true>(), kAxisThreads>(device, main)
                                                       : kernel_facts<K::template lanes<false>(), kAxisThreads>(device, main);
@@ -410,8 +409,9 @@ cudaError_t launch_axis(const AxisLaunch& launch_plan, void* d_temp, const input
       case AxisPath::RowsLanes:
         if constexpr (K::lanes_ok) {
           const LanesArgs<R> args{in, L.outputs(), L.length, Q.chunk, Q.group, static_cast<unsigned>(Q.rows_per_tile), d_out};
-          if constexpr (K::runs() != nullptr) {
-            if (K::lanes_runs(L.length)) return launch(K::runs(), Q.grid, T_, 0, stream, false, args, red);
+          if (K::lanes_runs(L.length)) {
+            if constexpr (K::runs() != nullptr) return launch(K::runs(), Q.grid, T_, 0, stream, false, args, red);
+            return cudaErrorNotSupported;
           }
           return K::lanes_across(L.length) ? launch(K::template lanes<true>(), Q.grid, T_, 0, stream, false, args, red)
                                            : launch(K::template lanes<false>(), Q.grid, T_, 0, stream, false, args, red);

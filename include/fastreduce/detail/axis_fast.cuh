@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(kAxisThreads) axis_identity_kernel(typename R:
   const typename R::Out value = r.project(r.partial_identity());
   for (std::size_t q = std::size_t(blockIdx.x) * kAxisThreads + threadIdx.x; q < count;
        q += std::size_t(gridDim.x) * kAxisThreads) {
-    out[q] = value;
+    if constexpr (kPaddedIndexed<typename R::Out>) store_result(out, q, value);
+    else out[q] = value;
   }
 }
 
@@ -302,14 +303,17 @@ __device__ __forceinline__ void meet_and_write(const R& u, typename R::Acc acc, 
   if (write) write_result(u, out, row, u.partial(acc));
 }
 
-// A row's unit where its lanes meet in the Across and runs kernels below, for a reduction with a LaneAcc
-// (reduction.cuh): its accumulators take that form. The moments and the mean leave their count
-// (the row's length gives it), the arg-extremes keep a 32-bit index. On an H200 at 2^28 over
-// rows of 64 floats, Nsight Compute counted 440 -> 375 instructions a warp's run (16 elements a
-// lane) for the variance and 472 -> 411 for argmax; float var over rows of 16 to 256 ran
-// 1.04-1.09x faster, argmax over rows of 32 to 256 1.06-1.09x (docs/notes.md, "The lanes'
-// meeting in fewer words"). Other
-// reductions meet as themselves (lane_unit_t): their code does not change.
+// A row's unit where its lanes meet in the Across and runs kernels below, for a reduction with a
+// LaneAcc (reduction.cuh): its accumulators take that form. The moments and the mean leave their
+// count (the row's length gives it), the arg-extremes keep a 32-bit index. On an H200 at 2^28
+// over rows of 64 floats, Nsight Compute counted 440 -> 375 instructions a warp's run (16
+// elements a lane) for the variance and 472 -> 411 for argmax; float var over rows of 16 to 256
+// ran 1.04-1.09x faster, argmax over rows of 32 to 256 1.06-1.09x (docs/notes.md, "The lanes'
+// meeting in fewer words"). A reduction with a lane_partial finishes a row by it, the row's
+// length being a power of two (the moments: their offset by a multiplication), and takes the form
+// for it on rows of one vector in the butterfly's kernel too (docs/notes.md, "Whole sectors for
+// the arg-extremes; the moments' offset by a multiplication"). Other reductions meet as
+// themselves (lane_unit_t): their code does not change.
 template <class R>
 struct LaneForm {
   using Acc = typename R::LaneAcc;
@@ -319,13 +323,19 @@ struct LaneForm {
   unsigned elements;  // a row's
 
   __device__ __forceinline__ Acc combine(const Acc& a, const Acc& b) const { return red.lane_combine(a, b); }
-  __device__ __forceinline__ Partial partial(const Acc& a) const { return red.partial(red.from_lane(a, elements)); }
+  __device__ __forceinline__ Partial partial(const Acc& a) const {
+    if constexpr (requires { red.lane_partial(a, elements); }) return red.lane_partial(a, elements);
+    else return red.partial(red.from_lane(a, elements));
+  }
   __device__ __forceinline__ Out project(const Partial& p) const { return red.project(p); }
 };
 template <class R>
 inline constexpr bool kHasLaneForm = requires { typename R::LaneAcc; };
 template <class R>
 using lane_unit_t = std::conditional_t<kHasLaneForm<R>, LaneForm<R>, R>;
+template <class R>
+inline constexpr bool kHasLanePartial =
+    requires(const R& r, const typename R::LaneAcc& l, std::size_t n) { r.lane_partial(l, n); };
 
 // Unit u of a row of `elements` as lane_unit_t; the reduction of such a unit; a row's fold
 // (u's Acc) as the unit's accumulator, and the unit's accumulator of no element.
@@ -380,6 +390,18 @@ __device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>&
   return kept;
 }
 
+// A lane's part of a warp's run of the rows-as-one-array kernels: vectors first + k * 32 (k <
+// kLanesUnroll; first: the run's first vector plus the lane), all loaded before any is reduced;
+// Bounded: those before `vectors` alone.
+template <bool Bounded, unsigned V, class R>
+__device__ __forceinline__ void load_run(Loaded<R, V> (&v)[kLanesUnroll], const inputs_t<R>& in, std::size_t first,
+                                         std::size_t vectors) {
+#pragma unroll
+  for (unsigned k = 0; k < kLanesUnroll; ++k) {
+    if (!Bounded || first + k * 32 < vectors) v[k] = load_vector<V, primitives::LoadHint::ReadOnly, R>(in, 0, first + k * 32);
+  }
+}
+
 // Back-to-back rows of a 16-byte aligned input whose rows are 1 to 64 whole vectors (a power of
 // two, `lanes`) or 2 or 4 to a vector (AxisPath::RowsLanes; every commutative reduction whose
 // inputs fill 16-byte vectors, for the kinds of row axis_dispatch.cuh's kLanesRows gives it). The
@@ -391,7 +413,8 @@ __device__ __forceinline__ HeldRuns<R, M / 2> scatter_runs(const HeldRuns<R, M>&
 // a quarter to a half of the butterfly's shuffles, the same bits), and keep the butterfly's
 // kernel for the rest: the scatter holds two accumulators live, whose registers (the moments' 64
 // -> 79 in one kernel) cost bfloat16 variances over rows of one vector or less 19-23%, H200. In
-// that kernel the accumulators meet in their reduction's LaneAcc form where it has one (LaneForm).
+// that kernel the accumulators meet in their reduction's LaneAcc form where it has one (LaneForm;
+// in the butterfly's kernel, the reductions with a lane_partial on rows of one vector).
 // The built-in ops keep a butterfly a run on every row (the scatter not measured for them). A row's
 // unit (at(), the moments' shift) takes the row's first element from the lane that holds it. Rows
 // of part of a vector are folded and written by the lane that holds them; those that end in a
@@ -417,10 +440,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
        run += std::size_t(gridDim.x) * kAxisWarps) {
     const std::size_t first = run * 32 * U + lane;
     Loaded<R, V> v[U];
-#pragma unroll
-    for (unsigned k = 0; k < U; ++k) {
-      if (first + k * 32 < args.vectors) v[k] = load_vector<V, primitives::LoadHint::ReadOnly, R>(args.in, 0, first + k * 32);
-    }
+    load_run<true>(v, args.in, first, args.vectors);
     if (Across && lanes == 64) {
       // Rows of 64 vectors: a lane's runs 2p and 2p + 1 hold its two vectors of row p (of two), from
       // a multiple of 64 on (lane 0's first is the row's first element); they meet, the lanes 16
@@ -507,8 +527,16 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
         const bool mine = j < args.vectors;  // (a row's lanes are all in or all out: rows are whole vectors)
         const unsigned rank = static_cast<unsigned>(j) & (lanes - 1);
         const R u = row_unit_from(red, v[k], lane - rank, mine);
-        const Acc acc = mine ? u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)) : u.identity();
-        meet_and_write(u, acc, lanes, mine && rank == 0, j >> shift, args.out);
+        if constexpr (kHasLanePartial<R>) {  // (the moments' rows of one vector: their finish in fewer operations)
+          const LaneForm<R> unit = lane_unit(u, lanes * V);
+          meet_and_write(unit,
+                         mine ? lane_acc(unit, u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)))
+                              : lane_identity(unit),
+                         lanes, mine && rank == 0, j >> shift, args.out);
+        } else {
+          const Acc acc = mine ? u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)) : u.identity();
+          meet_and_write(u, acc, lanes, mine && rank == 0, j >> shift, args.out);
+        }
       }
     } else {
 #pragma unroll
@@ -550,10 +578,7 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_runs_kernel(LanesArgs
        row += std::size_t(gridDim.x) * kAxisWarps) {
     const std::size_t first = row * 32 * U + lane;
     Loaded<R, V> v[U];
-#pragma unroll
-    for (unsigned k = 0; k < U; ++k) {
-      v[k] = load_vector<V, primitives::LoadHint::ReadOnly, R>(args.in, 0, first + k * 32);
-    }
+    load_run<false>(v, args.in, first, args.vectors);
     const lane_unit_t<R> unit = lane_unit(row_unit_from(red, v[0], 0, true), 32 * U * V);
     const R& u = lane_red(unit);
     typename R::State s = u.start();

@@ -43,6 +43,11 @@ namespace fastreduce::engine {
 // (count, mean, M2) triple; the triples meet in Chan's merge (MeanVar), in a fixed order, means
 // kept as a shift plus an offset, so data such as 1e6 + U(0, 1e-3) keep their spread.
 
+// 1 / n for n = 2^k (k < 1023), exactly (another n: 2^-k for its lowest set bit 2^k).
+__device__ __forceinline__ double inverse_power_of_two(std::size_t n) {
+  return __hiloint2double((1023 - (__ffsll(static_cast<long long>(n)) - 1)) << 20, 0);
+}
+
 struct MomentSums {
   std::int64_t count;
   double s1, s2;
@@ -110,6 +115,13 @@ struct MomentsReduction {
   }
   __device__ __forceinline__ MomentSums from_lane(const LaneSums& l, std::size_t n) const {
     return {static_cast<std::int64_t>(n), l.s1, l.s2};
+  }
+  // partial(from_lane(l, n)) for n = 2^k: s1 times 2^-k, the division's bits (both round the one
+  // exact quotient once, subnormal or not) in a few integer instructions and a multiply, where
+  // the division takes about fifteen and a branch to its slow path.
+  __device__ __forceinline__ Partial lane_partial(const LaneSums& l, std::size_t n) const {
+    const double offset = l.s1 * inverse_power_of_two(n);
+    return {static_cast<std::int64_t>(n), shift, offset, fma(-offset, l.s1, l.s2)};
   }
   __host__ __device__ __forceinline__ Partial partial(const MomentSums& p) const {
     if (p.count == 0) return {0, 0.0, 0.0, 0.0};
