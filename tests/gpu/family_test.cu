@@ -155,7 +155,12 @@ template <class T, class Op, class Got>
     if (n > 0 && !same_bits(got.value, x[std::size_t(best)])) return ::testing::AssertionFailure() << "value bits differ";
     return ::testing::AssertionSuccess();
   } else if constexpr (std::is_same_v<Op, fr::Mean>) {
-    return close(double(got), n == 0 ? NAN : quad_moments(w.data(), n).mean, tol);
+    // The moments' mean (doubles, integers of 32 and 64 bits) is a unit's shift (an element) plus
+    // the offsets' mean, each rounded in double: beside the result's relative rounding, a few ulp
+    // of the elements' magnitude (a mean near zero of elements near 100 is off by 2^-46 or so).
+    double magnitude = 0;
+    for (double v : w) magnitude = std::max(magnitude, std::fabs(v));
+    return close(double(got), n == 0 ? NAN : quad_moments(w.data(), n).mean, tol, magnitude * 0x1p-48 / tol);
   } else if constexpr (std::is_same_v<Op, fr::Var> || std::is_same_v<Op, fr::Std>) {
     const auto m = quad_moments(w.data(), n);
     double want = n > std::size_t(op.correction) ? m.m2 / double(n - op.correction) : NAN;
@@ -417,7 +422,53 @@ void check_everywhere(const Op& op, const char* what, bool bulk = false) {
   check_segments<T>(op, what);
 }
 
+// Short columns of a wide array take one lane a column (a block as wide as its threads; here by
+// a grid of two blocks), where the reductions other than the built-in ops finish from a thread's
+// registers: against the references, aligned or not, a vector or a scalar a column.
+template <class T, class Op>
+void check_short_columns(const Op& op, const char* what) {
+  std::mt19937_64 rng(test_seed());
+  fr::Options few{};
+  few.max_blocks = 2;
+  for (std::size_t inner : {std::size_t(40000), std::size_t(40009)}) {
+    for (std::size_t length : {std::size_t(3), std::size_t(4)}) {
+      const Layout l = make_layout("3 x " + std::to_string(length) + " x " + std::to_string(inner),
+                                   {.outer = 3, .length = length, .inner = inner});
+      for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+        check_layout<T>(op, what, l, offset, rng, few);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+TEST(Family, ShortColumnsOneLaneAColumn) {
+  FASTREDUCE_REQUIRE_GPU();
+  {  // the plan: one lane a column, a vector of columns a thread
+    namespace eng = fr::engine;
+    DeviceBuffer<float> x(3 * 4 * 40000);
+    fr::Options few{};
+    few.max_blocks = 2;
+    using R = fr::reduction_t<float, fr::Var>;
+    eng::AxisPlan plan{};
+    ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{x.get()}, {.outer = 3, .length = 4, .inner = 40000}, few,
+                                              plan),
+              cudaSuccess);
+    EXPECT_EQ(plan.path, eng::AxisPath::Columns);
+    EXPECT_EQ(plan.lanes, 1u);
+    EXPECT_EQ(plan.chunks, 1u);
+  }
+  check_short_columns<float>(fr::ArgMax{}, "float argmax");
+  check_short_columns<std::uint8_t>(fr::ArgMin{}, "uint8 argmin");
+  check_short_columns<float>(fr::Var{1}, "float var");
+  check_short_columns<__nv_bfloat16>(fr::Std{0}, "bfloat16 std(0)");
+  check_short_columns<double>(fr::Mean{}, "double mean");
+  check_short_columns<float>(fr::NormL2{}, "float L2");
+  check_short_columns<float>(fr::Dot{}, "float dot");
+  check_short_columns<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares");
+}
 
 TEST(Family, ArgExtremes) {
   FASTREDUCE_REQUIRE_GPU();

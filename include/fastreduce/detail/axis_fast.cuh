@@ -758,6 +758,21 @@ __host__ __device__ constexpr bool column_groups() {
   else return false;
 }
 
+// Whether R's columns kernel finishes a column in the thread that folded it where a block has one
+// lane a column: where R says so (R::kColumnFinishInLane; the moments, whose unit loads a column's
+// first element again for the walk and whose finish divides twice). Measured on an H200 (bench-axis,
+// 2^28, one lane a column for columns of 4 to 64 rows): float var down columns of 4, 16 and 64 at
+// 57, 95 and 96% of Sum (44, 77, 88 before; the kernel's 4-byte spill gone with the branch's
+// registers, columns of more lanes 1.03-1.10x too); for every other reduction slower, the pack's
+// results a lane storing 4 to 16 times as many sectors an instruction as the walk's column a lane
+// (float argmax down columns of 4 0.53x, the L2 norm 0.88x, the dot product 0.89x, bfloat16 mean
+// 0.82x, Mode::Exact's float sum check 0.78x; docs/notes.md, "Short columns finished in the lane").
+template <class R>
+__host__ __device__ constexpr bool column_finish_in_lane() {
+  if constexpr (requires { R::kColumnFinishInLane; }) return R::kColumnFinishInLane;
+  else return false;
+}
+
 // Inner-contiguous columns: thread t walks down a pack of Pack adjacent columns (a 16-byte
 // vector, or one element), taking every lanes-th row of the block's piece; the row lanes' values
 // then meet in shared memory in lane order.
@@ -810,6 +825,22 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
         for (unsigned q = 0; q < 4; ++q) fold_row(v[q], k + q * step);
       }
       for (; k < k_end; k += step) fold_row(load_vector<Pack, primitives::LoadHint::ReadOnly, R>(base, static_cast<std::int64_t>(k) * ls, 0), k);
+    }
+    if (column_finish_in_lane<R>() && args.lanes == 1) {
+      // One lane a column (uniform: a block as wide as its threads, short columns of a wide
+      // array): the thread finishes its columns from its registers, as the walk below would (the
+      // identity, then the one lane), with no staging, no barrier and no second load of a
+      // column's first element for its unit. Its stores are a pack's results a lane, not a
+      // column a lane.
+#pragma unroll
+      for (unsigned e = 0; e < Pack; ++e) {
+        const std::size_t i = col + e;
+        if (i >= args.inner) break;
+        const Acc v = u[e].combine(u[e].identity(), u[e].value(s[e]));
+        if (args.chunks == 1) write_result(u[e], args.out, o * args.inner + i, u[e].partial(v));
+        else args.partials[(o * args.chunks + piece) * args.inner + i] = u[e].partial(v);
+      }
+      continue;
     }
 #pragma unroll
     for (unsigned e = 0; e < Pack; ++e) stage[threadIdx.x * Pack + e] = u[e].value(s[e]);

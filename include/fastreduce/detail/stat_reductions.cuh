@@ -75,6 +75,8 @@ struct MomentsReduction {
   // state's registers.
   static constexpr unsigned kWarpRowsMinBlocks = 4;
   static constexpr unsigned kColumnsMinBlocks = 4;
+  // A short column finished by the lane that folded it (axis_fast.cuh, column_finish_in_lane).
+  static constexpr bool kColumnFinishInLane = true;
   Finish finish;
   double shift = 0;  // the unit's first element (0 if that is not finite)
 
