@@ -423,8 +423,9 @@ void check_everywhere(const Op& op, const char* what, bool bulk = false) {
 }
 
 // Short columns of a wide array take one lane a column (a block as wide as its threads; here by
-// a grid of two blocks), where the reductions other than the built-in ops finish from a thread's
-// registers: against the references, aligned or not, a vector or a scalar a column.
+// a grid of two blocks), where the moments finish from a thread's registers and the other
+// reductions walk the staged lanes: against the references, aligned or not, a vector or a scalar
+// a column.
 template <class T, class Op>
 void check_short_columns(const Op& op, const char* what) {
   std::mt19937_64 rng(test_seed());
