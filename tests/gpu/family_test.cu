@@ -245,10 +245,11 @@ template <class O>
 // op along layout l, the input at `offset` elements from an allocation's start, its values moved
 // by `center` (floating-point types). `same_rows`: every output's elements are output 0's, and
 // every result must have its bits (the order a reduction's parts meet in does not depend on where
-// the output lies).
+// the output lies). The outputs at `out_offset` results from an allocation's start, the results
+// before them left as they were.
 template <class T, class Op>
 void check_layout(const Op& op, const char* what, const Layout& l, std::size_t offset, std::mt19937_64& rng,
-                  const fr::Options& opt = {}, double center = 0, bool same_rows = false) {
+                  const fr::Options& opt = {}, double center = 0, bool same_rows = false, std::size_t out_offset = 0) {
   const bool ties = fr::is_arg_op_v<Op>;
   auto hx = fresh_values<T>(l.storage + offset, rng, ties);
   auto hy = fresh_values<T>(l.storage + offset, rng, ties);
@@ -281,20 +282,26 @@ void check_layout(const Op& op, const char* what, const Layout& l, std::size_t o
   const T* x = dx.buffer.get() + offset + l.base;
   const T* y = dy.buffer.get() + offset + l.base;
   const std::size_t outputs = l.outputs();
-  DeviceBuffer<Out<T, Op>> out(std::max<std::size_t>(outputs, 1));
+  DeviceBuffer<Out<T, Op>> out(std::max<std::size_t>(outputs, 1) + out_offset);
   out.poison();
+  Out<T, Op>* const d_out = out.get() + out_offset;
   std::size_t bytes = 0;
   cudaError_t e;
-  if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(nullptr, bytes, x, y, out.get(), l.axis, op, 0, opt);
-  else e = fr::reduce_axis_async(nullptr, bytes, x, out.get(), l.axis, op, 0, opt);
+  if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(nullptr, bytes, x, y, d_out, l.axis, op, 0, opt);
+  else e = fr::reduce_axis_async(nullptr, bytes, x, d_out, l.axis, op, 0, opt);
   ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
   DeviceBuffer<char> temp(bytes);
-  if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(temp.get(), bytes, x, y, out.get(), l.axis, op, 0, opt);
-  else e = fr::reduce_axis_async(temp.get(), bytes, x, out.get(), l.axis, op, 0, opt);
+  if constexpr (kTwoInputs<T, Op>) e = fr::reduce_axis_async(temp.get(), bytes, x, y, d_out, l.axis, op, 0, opt);
+  else e = fr::reduce_axis_async(temp.get(), bytes, x, d_out, l.axis, op, 0, opt);
   ASSERT_EQ(e, cudaSuccess) << what << " " << l.name;
   CUDA_OK(cudaDeviceSynchronize());
-  const auto got = host_copy(out.get(), outputs);
+  const auto got = host_copy(d_out, outputs);
   ASSERT_TRUE(padding_zeroed(got)) << what << " " << l.name;
+  if (out_offset > 0) {
+    const auto before = host_copy(out.get(), out_offset);
+    std::vector<unsigned char> poison(out_offset * sizeof(Out<T, Op>), DeviceBuffer<Out<T, Op>>::kPoison);
+    ASSERT_EQ(std::memcmp(before.data(), poison.data(), poison.size()), 0) << what << " " << l.name << ": written before the outputs";
+  }
   std::vector<T> ex(l.axis.length), ey(l.axis.length);
   for (std::size_t q = 0; q < outputs; ++q) {
     for (std::size_t k = 0; k < l.axis.length; ++k) {
@@ -422,22 +429,32 @@ void check_everywhere(const Op& op, const char* what, bool bulk = false) {
   check_segments<T>(op, what);
 }
 
-// Short columns of a wide array take one lane a column (a block as wide as its threads; here by
-// a grid of two blocks), where the moments finish from a thread's registers and the other
-// reductions walk the staged lanes: against the references, aligned or not, a vector or a scalar
-// a column.
+// Short columns of a wide array take one lane a column (a block 129 to 256 packs wide; here by a
+// grid of two blocks), where a reduction finishes as its kColumnFinish says: walked (the dot
+// product, users' transforms), from a thread's registers a result at a time (the moments), or
+// with its pack's results stored as whole words where they lie on a word's boundary (the
+// arg-extremes, the means of floats and half types, most norms): against the references, the
+// input aligned or not (a vector or a scalar a column), the outputs at a word's boundary or one
+// result past it (then stored a result at a time), nothing written before them. Columns 40000
+// wide take blocks of 256 packs of a vector (or 256 columns, the input off its alignment); 40009
+// wide a column a thread; 800, 1600 and 201 wide with 4 slices, blocks of 200 packs (floats,
+// bfloat16) or 201 columns, whose threads past the width hold no column of their own (such
+// blocks walk).
 template <class T, class Op>
 void check_short_columns(const Op& op, const char* what) {
   std::mt19937_64 rng(test_seed());
   fr::Options few{};
   few.max_blocks = 2;
-  for (std::size_t inner : {std::size_t(40000), std::size_t(40009)}) {
+  const std::pair<std::size_t, std::size_t> shapes[] = {{3, 40000}, {3, 40009}, {4, 800}, {4, 1600}, {4, 201}};
+  for (auto [outer, inner] : shapes) {
     for (std::size_t length : {std::size_t(3), std::size_t(4)}) {
-      const Layout l = make_layout("3 x " + std::to_string(length) + " x " + std::to_string(inner),
-                                   {.outer = 3, .length = length, .inner = inner});
+      const Layout l = make_layout(std::to_string(outer) + " x " + std::to_string(length) + " x " + std::to_string(inner),
+                                   {.outer = outer, .length = length, .inner = inner});
       for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
-        check_layout<T>(op, what, l, offset, rng, few);
-        if (::testing::Test::HasFatalFailure()) return;
+        for (std::size_t out_offset : {std::size_t(0), std::size_t(1)}) {
+          check_layout<T>(op, what, l, offset, rng, few, 0, false, out_offset);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
       }
     }
   }
@@ -460,12 +477,33 @@ TEST(Family, ShortColumnsOneLaneAColumn) {
     EXPECT_EQ(plan.path, eng::AxisPath::Columns);
     EXPECT_EQ(plan.lanes, 1u);
     EXPECT_EQ(plan.chunks, 1u);
+    // Blocks narrower than their threads: 200 packs, one lane a column, 56 threads without one.
+    DeviceBuffer<float> y(4 * 4 * 800);
+    ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{y.get()}, {.outer = 4, .length = 4, .inner = 800}, few,
+                                              plan),
+              cudaSuccess);
+    EXPECT_EQ(plan.path, eng::AxisPath::Columns);
+    EXPECT_EQ(plan.group, 200u);
+    EXPECT_EQ(plan.lanes, 1u);
+    // How each finishes there (measured: reduction.cuh, ColumnFinish).
+    static_assert(eng::kColumnFinish<R> == eng::ColumnFinish::Lane);
+    static_assert(eng::kColumnFinish<fr::reduction_t<float, fr::ArgMax>> == eng::ColumnFinish::LaneWords);
+    static_assert(eng::kColumnFinish<fr::reduction_t<__nv_bfloat16, fr::Mean>> == eng::ColumnFinish::LaneWords);
+    static_assert(eng::kColumnFinish<fr::reduction_t<float, fr::NormL1>> == eng::ColumnFinish::LaneWords);
+    static_assert(eng::kColumnFinish<fr::reduction_t<__nv_bfloat16, fr::NormL1>> == eng::ColumnFinish::Walk);
+    static_assert(eng::kColumnFinish<fr::reduction_t<__nv_bfloat16, fr::NormL2>> == eng::ColumnFinish::LaneWords);
+    static_assert(eng::kColumnFinish<eng::dot_reduction<float>> == eng::ColumnFinish::Walk);
   }
   check_short_columns<float>(fr::ArgMax{}, "float argmax");
   check_short_columns<std::uint8_t>(fr::ArgMin{}, "uint8 argmin");
+  check_short_columns<double>(fr::ArgMax{}, "double argmax");
   check_short_columns<float>(fr::Var{1}, "float var");
   check_short_columns<__nv_bfloat16>(fr::Std{0}, "bfloat16 std(0)");
   check_short_columns<double>(fr::Mean{}, "double mean");
+  check_short_columns<float>(fr::Mean{}, "float mean");
+  check_short_columns<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean");
+  check_short_columns<float>(fr::NormL1{}, "float L1");
+  check_short_columns<float>(fr::NormInf{}, "float Linf");
   check_short_columns<float>(fr::NormL2{}, "float L2");
   check_short_columns<float>(fr::Dot{}, "float dot");
   check_short_columns<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares");

@@ -90,10 +90,11 @@ template <class T>
 class DeviceBuffer : public bench::DeviceArray<T> {
  public:
   using bench::DeviceArray<T>::DeviceArray;
-  // Fills every byte with 0xA5, so an unwritten result is noticed; synchronises, so work on
+  static constexpr unsigned char kPoison = 0xA5;
+  // Fills every byte with kPoison, so an unwritten result is noticed; synchronises, so work on
   // any stream launched afterwards sees the poison.
   void poison() {
-    cudaMemset(this->get(), 0xA5, std::max<std::size_t>(this->size(), 1) * sizeof(T));
+    cudaMemset(this->get(), kPoison, std::max<std::size_t>(this->size(), 1) * sizeof(T));
     cudaDeviceSynchronize();
   }
 };

@@ -315,6 +315,9 @@ __device__ __forceinline__ void meet_and_write(const R& u, typename R::Acc acc, 
 // the arg-extremes; the moments' offset by a multiplication"). Other reductions meet as
 // themselves (lane_unit_t): their code does not change.
 template <class R>
+inline constexpr bool kHasLanePartial =
+    requires(const R& r, const typename R::LaneAcc& l, std::size_t n) { r.lane_partial(l, n); };
+template <class R>
 struct LaneForm {
   using Acc = typename R::LaneAcc;
   using Partial = typename R::Partial;
@@ -324,25 +327,29 @@ struct LaneForm {
 
   __device__ __forceinline__ Acc combine(const Acc& a, const Acc& b) const { return red.lane_combine(a, b); }
   __device__ __forceinline__ Partial partial(const Acc& a) const {
-    if constexpr (requires { red.lane_partial(a, elements); }) return red.lane_partial(a, elements);
+    if constexpr (kHasLanePartial<R>) return red.lane_partial(a, elements);
     else return red.partial(red.from_lane(a, elements));
   }
   __device__ __forceinline__ Out project(const Partial& p) const { return red.project(p); }
 };
 template <class R>
 inline constexpr bool kHasLaneForm = requires { typename R::LaneAcc; };
+// Unit u of a row of `elements` as its LaneForm where Form holds, else as itself.
+template <bool Form, class R>
+using unit_form_t = std::conditional_t<Form, LaneForm<R>, R>;
+template <bool Form, class R>
+__device__ __forceinline__ unit_form_t<Form, R> unit_form(const R& u, unsigned elements) {
+  if constexpr (Form) return {u, elements};
+  else return u;
+}
 template <class R>
-using lane_unit_t = std::conditional_t<kHasLaneForm<R>, LaneForm<R>, R>;
-template <class R>
-inline constexpr bool kHasLanePartial =
-    requires(const R& r, const typename R::LaneAcc& l, std::size_t n) { r.lane_partial(l, n); };
+using lane_unit_t = unit_form_t<kHasLaneForm<R>, R>;
 
 // Unit u of a row of `elements` as lane_unit_t; the reduction of such a unit; a row's fold
 // (u's Acc) as the unit's accumulator, and the unit's accumulator of no element.
 template <class R>
 __device__ __forceinline__ lane_unit_t<R> lane_unit(const R& u, unsigned elements) {
-  if constexpr (kHasLaneForm<R>) return {u, elements};
-  else return u;
+  return unit_form<kHasLaneForm<R>>(u, elements);
 }
 template <class L>
 inline constexpr bool kIsLaneForm = false;
@@ -527,16 +534,12 @@ __global__ void __launch_bounds__(kAxisThreads) axis_lanes_kernel(LanesArgs<R> a
         const bool mine = j < args.vectors;  // (a row's lanes are all in or all out: rows are whole vectors)
         const unsigned rank = static_cast<unsigned>(j) & (lanes - 1);
         const R u = row_unit_from(red, v[k], lane - rank, mine);
-        if constexpr (kHasLanePartial<R>) {  // (the moments' rows of one vector: their finish in fewer operations)
-          const LaneForm<R> unit = lane_unit(u, lanes * V);
-          meet_and_write(unit,
-                         mine ? lane_acc(unit, u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)))
-                              : lane_identity(unit),
-                         lanes, mine && rank == 0, j >> shift, args.out);
-        } else {
-          const Acc acc = mine ? u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)) : u.identity();
-          meet_and_write(u, acc, lanes, mine && rank == 0, j >> shift, args.out);
-        }
+        // (the LaneForm where R has a lane_partial: the moments' finish in fewer operations)
+        const unit_form_t<kHasLanePartial<R>, R> unit = unit_form<kHasLanePartial<R>>(u, lanes * V);
+        meet_and_write(unit,
+                       mine ? lane_acc(unit, u.value(fold_loaded(u, u.start(), v[k], std::size_t(rank) * V)))
+                            : lane_identity(unit),
+                       lanes, mine && rank == 0, j >> shift, args.out);
       }
     } else {
 #pragma unroll
@@ -758,21 +761,6 @@ __host__ __device__ constexpr bool column_groups() {
   else return false;
 }
 
-// Whether R's columns kernel finishes a column in the thread that folded it where a block has one
-// lane a column: where R says so (R::kColumnFinishInLane; the moments, whose unit loads a column's
-// first element again for the walk and whose finish divides twice). Measured on an H200 (bench-axis,
-// 2^28, one lane a column for columns of 4 to 64 rows): float var down columns of 4, 16 and 64 at
-// 57, 95 and 96% of Sum (44, 77, 88 before; the kernel's 4-byte spill gone with the branch's
-// registers, columns of more lanes 1.03-1.10x too); for every other reduction slower, the pack's
-// results a lane storing 4 to 16 times as many sectors an instruction as the walk's column a lane
-// (float argmax down columns of 4 0.53x, the L2 norm 0.88x, the dot product 0.89x, bfloat16 mean
-// 0.82x, Mode::Exact's float sum check 0.78x; docs/notes.md, "Short columns finished in the lane").
-template <class R>
-__host__ __device__ constexpr bool column_finish_in_lane() {
-  if constexpr (requires { R::kColumnFinishInLane; }) return R::kColumnFinishInLane;
-  else return false;
-}
-
 // Inner-contiguous columns: thread t walks down a pack of Pack adjacent columns (a 16-byte
 // vector, or one element), taking every lanes-th row of the block's piece; the row lanes' values
 // then meet in shared memory in lane order.
@@ -826,19 +814,32 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
       }
       for (; k < k_end; k += step) fold_row(load_vector<Pack, primitives::LoadHint::ReadOnly, R>(base, static_cast<std::int64_t>(k) * ls, 0), k);
     }
-    if (column_finish_in_lane<R>() && args.lanes == 1) {
-      // One lane a column (uniform: a block as wide as its threads, short columns of a wide
-      // array): the thread finishes its columns from its registers, as the walk below would (the
-      // identity, then the one lane), with no staging, no barrier and no second load of a
-      // column's first element for its unit. Its stores are a pack's results a lane, not a
-      // column a lane.
+    // Column i's result (chunks 1) or its piece's partial, from its accumulator v.
+    const auto finish = [&](const R& uc, std::size_t i, const Acc& v) {
+      if (args.chunks == 1) write_result(uc, args.out, o * args.inner + i, uc.partial(v));
+      else args.partials[(o * args.chunks + piece) * args.inner + i] = uc.partial(v);
+    };
+    if (kColumnFinish<R> != ColumnFinish::Walk && args.width == kAxisThreads) {
+      // One lane a column and every thread one (uniform: a block as wide as its threads, short
+      // columns of a wide array): the thread finishes its columns from its registers, as the walk
+      // below would (the identity, then the one lane), with no staging, no barrier and no second
+      // load of a column's first element for its unit (reduction.cuh, ColumnFinish). A block of
+      // 129 to 255 packs has one lane a column too, but threads past its width that hold no
+      // column: it walks (a test of the thread here moved the kernels' registers and cost the
+      // moments and others up to 5%).
+      const auto acc = [&](unsigned e) { return u[e].combine(u[e].identity(), u[e].value(s[e])); };
+      if constexpr (kColumnFinish<R> == ColumnFinish::LaneWords) {
+        if (args.chunks == 1) {
+          const unsigned n = col < args.inner ? static_cast<unsigned>(args.inner - col < Pack ? args.inner - col : Pack) : 0u;
+          store_results<Pack>(args.out, o * args.inner + col, n,
+                              [&](unsigned e) { return u[e].project(u[e].partial(acc(e))); });
+          continue;
+        }
+      }
 #pragma unroll
       for (unsigned e = 0; e < Pack; ++e) {
-        const std::size_t i = col + e;
-        if (i >= args.inner) break;
-        const Acc v = u[e].combine(u[e].identity(), u[e].value(s[e]));
-        if (args.chunks == 1) write_result(u[e], args.out, o * args.inner + i, u[e].partial(v));
-        else args.partials[(o * args.chunks + piece) * args.inner + i] = u[e].partial(v);
+        if (col + e >= args.inner) break;
+        finish(u[e], col + e, acc(e));
       }
       continue;
     }
@@ -854,8 +855,7 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
         const R uc = red.at(args.in.x + column_start(i));
         Acc v = uc.identity();
         for (unsigned l = 0; l < args.lanes; ++l) v = uc.combine(v, stage[l * columns + j]);
-        if (args.chunks == 1) write_result(uc, args.out, o * args.inner + i, uc.partial(v));
-        else args.partials[(o * args.chunks + piece) * args.inner + i] = uc.partial(v);
+        finish(uc, i, v);
       }
     } else {  // (uniform across the block) a group a column: each thread takes every group-th lane
       // in lane order, then the group meets in a butterfly; the order depends only on the plan, so
@@ -870,10 +870,7 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
         for (unsigned l = threadIdx.x & (group - 1); l < args.lanes; l += group) v = uc.combine(v, stage[l * columns + j]);
       }
       for (unsigned offset = group / 2; offset > 0; offset /= 2) v = uc.combine(v, primitives::shfl_xor(v, offset));
-      if (active && (threadIdx.x & (group - 1)) == 0) {
-        if (args.chunks == 1) write_result(uc, args.out, o * args.inner + i, uc.partial(v));
-        else args.partials[(o * args.chunks + piece) * args.inner + i] = uc.partial(v);
-      }
+      if (active && (threadIdx.x & (group - 1)) == 0) finish(uc, i, v);
     }
     __syncthreads();  // `stage` is read before the next item writes it
   }

@@ -153,26 +153,24 @@ inline constexpr bool kPaddedIndexed = false;
 template <class V>
 inline constexpr bool kPaddedIndexed<Indexed<V>> = sizeof(V) < sizeof(std::int64_t);
 
-// Stores result o as output q. An Indexed<V> with padding goes as its two 8-byte words, the
-// padding zeroed: stored member by member, 4 of each 16 bytes of a float's stay unwritten, and the
-// L2 reads such partly written sectors from memory before it writes them back. On an H200 at
+// Stores an Indexed<V> with padding (kPaddedIndexed) as output q: its two 8-byte words, the
+// padding zeroed. Stored member by member, 4 of each 16 bytes of a float's stay unwritten, and
+// the L2 reads such partly written sectors from memory before it writes them back. On an H200 at
 // 2^28, argmax over rows of 4 floats moved 3.2 GB for 2.1 (Nsight Compute: DRAM at 92% of peak,
 // 728 us against Sum's 303; docs/notes.md, "Whole sectors for the arg-extremes; the moments'
-// offset by a multiplication").
+// offset by a multiplication"). The callers branch on kPaddedIndexed themselves: a call of a
+// helper with an `out[q] = o` branch for the other types changed the PTX of unrelated kernels
+// (Sum's columns kernel among them).
 template <class O>
 __device__ __forceinline__ void store_result(O* out, std::size_t q, const O& o) {
-  if constexpr (kPaddedIndexed<O>) {
-    static_assert(sizeof(O) == 16 && alignof(O) == 8, "an 8-byte index after a narrower value");
-    unsigned long long value = 0;
-    __builtin_memcpy(&value, &o.value, sizeof(o.value));
-    // Two 8-byte stores (an Indexed is 8-byte aligned; a byte copy, memcpy's here, takes 16 byte
-    // stores). Nothing reads an output back in the kernel that writes it.
-    unsigned long long* words = reinterpret_cast<unsigned long long*>(out + q);
-    words[0] = value;
-    words[1] = static_cast<unsigned long long>(o.index);
-  } else {
-    out[q] = o;
-  }
+  static_assert(kPaddedIndexed<O> && sizeof(O) == 16 && alignof(O) == 8, "an 8-byte index after a narrower value");
+  unsigned long long value = 0;
+  __builtin_memcpy(&value, &o.value, sizeof(o.value));
+  // Two 8-byte stores (an Indexed is 8-byte aligned; a byte copy, memcpy's here, takes 16 byte
+  // stores). Nothing reads an output back in the kernel that writes it.
+  unsigned long long* words = reinterpret_cast<unsigned long long*>(out + q);
+  words[0] = value;
+  words[1] = static_cast<unsigned long long>(o.index);
 }
 
 // Writes output q: out[q] = project(p).
@@ -182,6 +180,86 @@ __device__ __forceinline__ void write_result(const R& r, typename R::Out* out, s
   if constexpr (kPaddedIndexed<typename R::Out>) store_result<typename R::Out>(out, q, r.project(p));
   else out[q] = r.project(p);
 }
+
+// Results a thread may store as whole words of 4, 8 or 16 bytes (store_results): arithmetic
+// types, the half types and Indexed (its padding zeroed); another type (a user's struct, whose
+// padding is not known here) is stored as itself.
+template <class O>
+inline constexpr bool kWordResult = std::is_arithmetic_v<O> || std::is_same_v<O, __half> || std::is_same_v<O, __nv_bfloat16>;
+template <class V>
+inline constexpr bool kWordResult<Indexed<V>> = kWordResult<V>;
+
+template <unsigned Bytes>
+struct WordOf;
+template <>
+struct WordOf<4> {
+  using type = unsigned;
+};
+template <>
+struct WordOf<8> {
+  using type = uint2;
+};
+template <>
+struct WordOf<16> {
+  using type = uint4;
+};
+
+// Writes the results of Pack adjacent outputs, out[q + e] = result(e) for e < n (n <= Pack), as
+// one thread. Where the Pack results are whole words of up to 16 bytes (kWordResult) at an address
+// of their size, and n == Pack, they go as such words (a warp's store instruction then writes
+// whole sectors, as 32 threads writing an output each do), built a word at a time; else a result
+// at a time. result(e) is called once for each e < n, in order. (Results computed into an array
+// first, then stored, took more registers: float argmax's columns kernel 59 -> 72, bfloat16 mean's
+// 12 -> 40 bytes of spills.)
+template <unsigned Pack, class O, class F>
+__device__ __forceinline__ void store_results(O* out, std::size_t q, unsigned n, const F& result) {
+  constexpr std::size_t kBytes = Pack * sizeof(O);
+  constexpr std::size_t kWord = kBytes < 16 ? kBytes : 16;
+  if constexpr (Pack > 1 && kWordResult<O> && (kWord == 4 || kWord == 8 || kWord == 16) && kWord % sizeof(O) == 0) {
+    using W = typename WordOf<kWord>::type;
+    constexpr unsigned kPer = kWord / sizeof(O);
+    if (n == Pack && reinterpret_cast<std::uintptr_t>(out + q) % kWord == 0) {
+#pragma unroll
+      for (unsigned w = 0; w < Pack / kPer; ++w) {
+        W word{};
+#pragma unroll
+        for (unsigned k = 0; k < kPer; ++k) {
+          const O o = result(w * kPer + k);
+          char* at = reinterpret_cast<char*>(&word) + k * sizeof(O);
+          if constexpr (kPaddedIndexed<O>) {
+            __builtin_memcpy(at, &o.value, sizeof(o.value));
+            __builtin_memcpy(at + 8, &o.index, sizeof(o.index));
+          } else {
+            __builtin_memcpy(at, &o, sizeof(O));
+          }
+        }
+        reinterpret_cast<W*>(out + q)[w] = word;
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (unsigned e = 0; e < Pack; ++e) {
+    if (e >= n) break;
+    if constexpr (kPaddedIndexed<O>) store_result<O>(out, q + e, result(e));
+    else out[q + e] = result(e);
+  }
+}
+
+// How the columns kernel finishes a column where a block has one lane a column and every thread
+// one (a block as wide as its threads, the short columns of a wide array; axis_fast.cuh,
+// axis_columns_kernel):
+//   Walk       the lanes' accumulators staged through shared memory, then a thread a column
+//              walks them (the unit made again by at())
+//   Lane       the thread that folded the column finishes it from its registers, a result at a
+//              time
+//   LaneWords  the same, its pack's results stored as whole words (store_results)
+// Each reduction's is measured (docs/notes.md, "Short columns' results as whole words"): a
+// finish in the lane also moves the registers of the kernel's other branches, and some lost more
+// on columns of more lanes than they gained on the short ones. Wrappers forward their reduction's.
+enum class ColumnFinish { Walk, Lane, LaneWords };
+template <class R>
+inline constexpr ColumnFinish kColumnFinish = ColumnFinish::Walk;
 
 // Reductions that the reproducible and exact sums' kernels serve as the sum of their elements'
 // magnitudes: the family's L1 norm of floating-point inputs (specialised in stat_reductions.cuh).
