@@ -431,9 +431,10 @@ void check_everywhere(const Op& op, const char* what, bool bulk = false) {
 
 // Short columns of a wide array take one lane a column (a block 129 to 256 packs wide; here by a
 // grid of two blocks), where a reduction finishes as its kColumnFinish says: walked (the dot
-// product, users' transforms), from a thread's registers a result at a time (the moments), or
-// with its pack's results stored as whole words where they lie on a word's boundary (the
-// arg-extremes, the means of floats and half types, most norms): against the references, the
+// product, users' transforms), from a thread's registers a result at a time (the moments but the
+// half types'), or with its pack's results stored as whole words where they lie on a word's
+// boundary (the arg-extremes, the means of floats and half types, most norms, the half types'
+// moments): against the references, the
 // input aligned or not (a vector or a scalar a column), the outputs at a word's boundary or one
 // result past it (then stored a result at a time), nothing written before them. Columns 40000
 // wide take blocks of 256 packs of a vector (or 256 columns, the input off its alignment); 40009
@@ -460,6 +461,15 @@ void check_short_columns(const Op& op, const char* what) {
   }
 }
 
+// The engine's plan of reduction R along `axis` of an input at `in` (which it does not read).
+template <class R>
+::testing::AssertionResult plan_of(const typename R::Input* in, const fr::Axis& axis, const fr::Options& opt,
+                                   fr::engine::AxisPlan& plan) {
+  const cudaError_t e = fr::engine::describe_axis_reduction<R>(fr::engine::inputs_t<R>{in}, axis, opt, plan);
+  if (e == cudaSuccess) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "describe_axis_reduction: " << cudaGetErrorString(e);
+}
+
 }  // namespace
 
 TEST(Family, ShortColumnsOneLaneAColumn) {
@@ -471,17 +481,13 @@ TEST(Family, ShortColumnsOneLaneAColumn) {
     few.max_blocks = 2;
     using R = fr::reduction_t<float, fr::Var>;
     eng::AxisPlan plan{};
-    ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{x.get()}, {.outer = 3, .length = 4, .inner = 40000}, few,
-                                              plan),
-              cudaSuccess);
+    ASSERT_TRUE(plan_of<R>(x.get(), {.outer = 3, .length = 4, .inner = 40000}, few, plan));
     EXPECT_EQ(plan.path, eng::AxisPath::Columns);
     EXPECT_EQ(plan.lanes, 1u);
     EXPECT_EQ(plan.chunks, 1u);
     // Blocks narrower than their threads: 200 packs, one lane a column, 56 threads without one.
     DeviceBuffer<float> y(4 * 4 * 800);
-    ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{y.get()}, {.outer = 4, .length = 4, .inner = 800}, few,
-                                              plan),
-              cudaSuccess);
+    ASSERT_TRUE(plan_of<R>(y.get(), {.outer = 4, .length = 4, .inner = 800}, few, plan));
     EXPECT_EQ(plan.path, eng::AxisPath::Columns);
     EXPECT_EQ(plan.group, 200u);
     EXPECT_EQ(plan.lanes, 1u);
@@ -507,6 +513,65 @@ TEST(Family, ShortColumnsOneLaneAColumn) {
   check_short_columns<float>(fr::NormL2{}, "float L2");
   check_short_columns<float>(fr::Dot{}, "float dot");
   check_short_columns<std::int32_t>(fr::transformed(SquareInt{}, fr::Sum{}), "int32 sum of squares");
+}
+
+// The half types' moments down columns by vectors: 24 bytes a column would not fit the columns
+// kernel's 32 KB stage with a vector of 8 columns a thread, so the lanes are staged as their sums
+// (LaneAcc) and each lane's count comes back from the rows it folded (axis_fast.cuh,
+// column_lane_stage). Shapes with more lanes than rows (lanes that fold none), lanes of unequal
+// counts, a block whose width does not divide its threads (threads past its lanes), pieces whose
+// last one is shorter, one lane a column, few blocks; a wrong count shows in the divisions by it
+// (the mean's offset and the variance); the input aligned (vectors) and not (a column a thread).
+TEST(Family, HalfMomentsColumnsByVectors) {
+  FASTREDUCE_REQUIRE_GPU();
+  namespace eng = fr::engine;
+  using RB = fr::reduction_t<__nv_bfloat16, fr::Var>;
+  using RH = fr::reduction_t<__half, fr::Std>;
+  static_assert(eng::column_lane_stage<RB>() && eng::kColumnPack<RB> == 8);
+  static_assert(eng::column_lane_stage<RH>() && eng::kColumnPack<RH> == 8);
+  static_assert(!eng::column_lane_stage<fr::reduction_t<float, fr::Var>>());  // its Acc fits
+  static_assert(!eng::column_lane_stage<fr::reduction_t<std::int16_t, fr::Var>>());  // not measured
+  static_assert(eng::kColumnFinish<RB> == eng::ColumnFinish::LaneWords);
+  fr::Options few{};
+  few.max_blocks = 2;
+  const std::pair<fr::Axis, fr::Options> shapes[] = {
+      {{.outer = 1, .length = 10, .inner = 16}, {}},         // 128 lanes, 10 rows
+      {{.outer = 3, .length = 37, .inner = 128}, {}},        // 32 lanes of 2 or 1 rows
+      {{.outer = 1, .length = 1000, .inner = 48}, {}},       // 6 packs: 42 lanes, 4 threads past them
+      {{.outer = 1, .length = 100003, .inner = 64}, {}},     // pieces, the last one shorter
+      {{.outer = 1, .length = 5000, .inner = 2048}, few},    // few blocks, lanes of 1250 rows
+      {{.outer = 2, .length = 4, .inner = 40000}, few},      // one lane a column
+  };
+  bool idle_lanes = false, past_lanes = false, short_last_piece = false, one_lane = false;
+  std::mt19937_64 rng(test_seed());
+  for (const auto& [axis, opt] : shapes) {
+    const Layout l = make_layout(std::to_string(axis.outer) + " x " + std::to_string(axis.length) + " x " +
+                                     std::to_string(axis.inner), axis);
+    DeviceBuffer<__nv_bfloat16> probe(l.storage + 1);
+    DeviceBuffer<__half> probe_half(l.storage + 1);
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      eng::AxisPlan plan{}, plan_half{};
+      ASSERT_TRUE(plan_of<RB>(probe.get() + offset, axis, opt, plan));
+      ASSERT_TRUE(plan_of<RH>(probe_half.get() + offset, axis, opt, plan_half));
+      ASSERT_EQ(plan.path, offset == 0 ? eng::AxisPath::Columns : eng::AxisPath::ColumnsScalar) << l.name;
+      ASSERT_EQ(plan_half.path, plan.path) << l.name;
+      if (offset == 0) {
+        const std::size_t last_rows = axis.length - (plan.chunks - 1) * plan.chunk;
+        idle_lanes |= plan.lanes > last_rows;
+        past_lanes |= plan.group * plan.lanes < eng::kAxisThreads;
+        short_last_piece |= plan.chunks > 1 && last_rows < plan.chunk;
+        one_lane |= plan.lanes == 1 && plan.group == eng::kAxisThreads;
+      }
+      check_layout<__nv_bfloat16>(fr::Var{1}, "bfloat16 var", l, offset, rng, opt, 1000);
+      check_layout<__half>(fr::Std{0}, "half std(0)", l, offset, rng, opt, 1000);
+      check_layout<__nv_bfloat16>(fr::Var{2}, "bfloat16 var(2)", l, offset, rng, opt, -300);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_TRUE(idle_lanes) << "no shape had lanes without a row";
+  EXPECT_TRUE(past_lanes) << "no shape had threads past the block's lanes";
+  EXPECT_TRUE(short_last_piece) << "no shape had a shorter last piece";
+  EXPECT_TRUE(one_lane) << "no shape had one lane a column";
 }
 
 TEST(Family, ArgExtremes) {

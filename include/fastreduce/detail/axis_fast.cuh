@@ -667,13 +667,6 @@ constexpr unsigned block_rows_min_blocks() {
 }
 template <unsigned Group, class R>
 inline constexpr unsigned kRowsMinBlocks = Group == 32 ? warp_rows_min_blocks<R>() : block_rows_min_blocks<R>();
-// The columns kernel's bound: a reduction's kColumnsMinBlocks, else none (0 emits no bound, as
-// the kernel had; 1 would change the built-in ops' code, as it did the rows kernels').
-template <class R>
-constexpr unsigned columns_min_blocks() {
-  if constexpr (requires { R::kColumnsMinBlocks; }) return R::kColumnsMinBlocks;
-  else return 0;
-}
 
 template <unsigned Group, unsigned V, class R>
 __global__ void __launch_bounds__(kAxisThreads, kRowsMinBlocks<Group, R>) axis_rows_kernel(RowsArgs<R> args, R red) {
@@ -734,11 +727,49 @@ struct ColumnsArgs {
   typename R::Out* out;
 };
 
+// Whether a block's lanes of vectors of columns, staged as T, fit 32 KB of shared memory.
+template <class R, class T>
+inline constexpr bool kColumnStageFits = sizeof(T) * kAxisThreads * kVecOf<R> <= 32768;
+// Whether R's vector columns kernel stages its lanes in R's LaneAcc form (reduction.cuh), each
+// lane's count of elements restored from its rows: where R says the form holds any count
+// (R::kColumnLaneStage: the moments) and its Acc does not fit the stage but the form does (the
+// half types' moments: 24 bytes a column, 16 as sums). The other reductions stage their Acc.
+template <class R>
+__host__ __device__ constexpr bool column_lane_stage() {
+  if constexpr (requires { R::kColumnLaneStage; }) {
+    return R::kColumnLaneStage && kVecOf<R> > 1 && !kColumnStageFits<R, typename R::Acc> &&
+           kColumnStageFits<R, typename R::LaneAcc>;
+  } else {
+    return false;
+  }
+}
+// What the columns kernel of Pack columns a thread stages a lane's accumulator as.
+template <class R, bool Lane>
+struct ColumnStage {
+  using type = typename R::Acc;
+};
+template <class R>
+struct ColumnStage<R, true> {
+  using type = typename R::LaneAcc;
+};
+template <class R, unsigned Pack>
+using column_stage_t = typename ColumnStage<R, Pack != 1 && column_lane_stage<R>()>::type;
+
 // Columns a thread takes at once: a vector's worth where the lanes' values of a block still fit
 // 32 KB of shared memory, else one (the scalar column path).
 template <class R>
 inline constexpr unsigned kColumnPack =
-    sizeof(typename R::Acc) * kAxisThreads * kVecOf<R> <= 32768 ? kVecOf<R> : 1u;
+    kColumnStageFits<R, column_stage_t<R, kVecOf<R>>> ? kVecOf<R> : 1u;
+
+// The columns kernel's bound: a reduction's kColumnsMinBlocks, else none (0 emits no bound, as
+// the kernel had; 1 would change the built-in ops' code, as it did the rows kernels'); a vector
+// kernel that stages the LaneAcc form, R's kColumnsLaneStageMinBlocks.
+template <class R, unsigned Pack>
+constexpr unsigned columns_min_blocks() {
+  if constexpr (Pack != 1 && column_lane_stage<R>()) return R::kColumnsLaneStageMinBlocks;
+  else if constexpr (requires { R::kColumnsMinBlocks; }) return R::kColumnsMinBlocks;
+  else return 0;
+}
 
 // A column's row lanes after the columns kernel's pass meet in a group of 2^shift threads: the
 // most, up to a warp (a group is aligned within one), with no more than one lane each and every
@@ -765,12 +796,14 @@ __host__ __device__ constexpr bool column_groups() {
 // vector, or one element), taking every lanes-th row of the block's piece; the row lanes' values
 // then meet in shared memory in lane order.
 template <unsigned Pack, class R>
-__global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
+__global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
     axis_columns_kernel(ColumnsArgs<R> args, R red) {
   using Acc = typename R::Acc;
   using State = typename R::State;
   using L = Loaded<R, Pack>;
-  __shared__ Acc stage[kAxisThreads * Pack];
+  using Stage = column_stage_t<R, Pack>;
+  constexpr bool kLaneStage = !std::is_same_v<Stage, Acc>;
+  __shared__ Stage stage[kAxisThreads * Pack];
   const unsigned w = threadIdx.x % args.width;
   const unsigned kk = threadIdx.x / args.width;
   const std::int64_t ls = args.length_stride;
@@ -844,9 +877,27 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
       continue;
     }
 #pragma unroll
-    for (unsigned e = 0; e < Pack; ++e) stage[threadIdx.x * Pack + e] = u[e].value(s[e]);
+    for (unsigned e = 0; e < Pack; ++e) {
+      if constexpr (kLaneStage) stage[threadIdx.x * Pack + e] = u[e].to_lane(u[e].value(s[e]));
+      else stage[threadIdx.x * Pack + e] = u[e].value(s[e]);
+    }
     __syncthreads();  // every lane's values are staged
     const unsigned columns = args.width * Pack;
+    // Lane l's value of column j as an Acc; in the LaneAcc form with its count of the piece's rows
+    // l, l + lanes, ...: q + 1 for the first r lanes, q for the others, where the piece's rows
+    // are q lanes + r (one division an item: a division a lane cost bfloat16 var down columns of
+    // 256 at 2^24 half its speed).
+    std::size_t lane_rows = 0;
+    unsigned longer_lanes = 0;
+    if constexpr (kLaneStage) {
+      const std::size_t rows = args.length - k_begin < args.chunk ? args.length - k_begin : args.chunk;
+      lane_rows = rows / args.lanes;
+      longer_lanes = static_cast<unsigned>(rows % args.lanes);
+    }
+    const auto staged = [&](const R& uc, unsigned l, unsigned j) -> decltype(auto) {
+      if constexpr (kLaneStage) return uc.from_lane(stage[l * columns + j], lane_rows + (l < longer_lanes ? 1 : 0));
+      else return static_cast<const Acc&>(stage[l * columns + j]);  // (a reference: the kernels' code as before)
+    };
     const unsigned shift = column_groups<R>() ? column_group_shift(columns, args.lanes) : 0u;
     if (shift == 0) {  // a thread a column walks its lanes in order
       for (unsigned j = threadIdx.x; j < columns; j += kAxisThreads) {
@@ -854,7 +905,7 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
         if (i >= args.inner) break;
         const R uc = red.at(args.in.x + column_start(i));
         Acc v = uc.identity();
-        for (unsigned l = 0; l < args.lanes; ++l) v = uc.combine(v, stage[l * columns + j]);
+        for (unsigned l = 0; l < args.lanes; ++l) v = uc.combine(v, staged(uc, l, j));
         finish(uc, i, v);
       }
     } else {  // (uniform across the block) a group a column: each thread takes every group-th lane
@@ -867,7 +918,7 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R>())
       const R uc = red.at(active ? args.in.x + column_start(i) : nullptr);
       Acc v = uc.identity();
       if (active) {
-        for (unsigned l = threadIdx.x & (group - 1); l < args.lanes; l += group) v = uc.combine(v, stage[l * columns + j]);
+        for (unsigned l = threadIdx.x & (group - 1); l < args.lanes; l += group) v = uc.combine(v, staged(uc, l, j));
       }
       for (unsigned offset = group / 2; offset > 0; offset /= 2) v = uc.combine(v, primitives::shfl_xor(v, offset));
       if (active && (threadIdx.x & (group - 1)) == 0) finish(uc, i, v);

@@ -35,6 +35,10 @@
 //     from_lane(l, n)       the Acc of a row of n elements from the form
 //     lane_partial(l, n)    (optional) partial(from_lane(l, n)) for n a power of two, the same
 //                           bits in fewer operations
+//   kColumnLaneStage      (optional) true: from_lane(to_lane(a), n) is a for an Acc a of n
+//                         elements however large n is (the moments), so the columns kernel may
+//                         stage its lanes in the form, each with its count of rows, where a
+//                         vector of columns' Accs would not fit (axis_fast.cuh, column_lane_stage)
 // State, Acc, LaneAcc and Partial are trivially copyable (they are shuffled and stored word by
 // word). from_lane(to_lane(a), n) is a for an Acc a of exactly n elements: the kernel meets in
 // the form only on rows of whole vectors that every lane of the row has loaded.

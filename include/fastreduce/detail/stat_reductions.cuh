@@ -75,6 +75,13 @@ struct MomentsReduction {
   // state's registers.
   static constexpr unsigned kWarpRowsMinBlocks = 4;
   static constexpr unsigned kColumnsMinBlocks = 4;
+  // The columns kernel may stage a lane as its sums (LaneAcc), its count restored from the rows it
+  // folded: the half types' vectors of columns fit the 32 KB stage so (axis_fast.cuh). Measured
+  // for them alone (the 16-bit integers' would qualify too).
+  static constexpr bool kColumnLaneStage = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+  // Two blocks an SM on that vector kernel: 120 registers, no spills (ptxas, sm_90); at four it
+  // spilled 460 bytes at 64 registers, at three 216 at 80 (chosen from ptxas, not timed).
+  static constexpr unsigned kColumnsLaneStageMinBlocks = 2;
   Finish finish;
   double shift = 0;  // the unit's first element (0 if that is not finite)
 
@@ -148,6 +155,14 @@ struct MomentsReduction {
 // columns of 16 to 1024 lost 1-7% (docs/notes.md, "Short columns' results as whole words").
 template <class T, class Finish>
 inline constexpr ColumnFinish kColumnFinish<MomentsReduction<T, Finish>> = ColumnFinish::Lane;
+// The half types' moments (8 columns a thread, by vectors since their lanes stage as sums) store
+// a pack's results as whole words: on an H200 at 2^28, bfloat16 var down columns of 4 and 16
+// 1.09x and 1.16x a result at a time, the same down longer columns (docs/notes.md, "The half
+// types' moments down columns by vectors").
+template <class Finish>
+inline constexpr ColumnFinish kColumnFinish<MomentsReduction<__half, Finish>> = ColumnFinish::LaneWords;
+template <class Finish>
+inline constexpr ColumnFinish kColumnFinish<MomentsReduction<__nv_bfloat16, Finish>> = ColumnFinish::LaneWords;
 
 template <class O>
 struct VarianceOf;
