@@ -574,6 +574,81 @@ TEST(Family, HalfMomentsColumnsByVectors) {
   EXPECT_TRUE(one_lane) << "no shape had one lane a column";
 }
 
+// The columns kernel stages packs of 16-byte values a value apart (axis_fast.cuh,
+// kColumnStageStride), so a warp's stores of one column of its packs fall in distinct banks; the
+// walk reads each lane's values back from there. Blocks of several lanes whose width is odd (37
+// packs: 6 lanes and 34 threads past them), 100 packs (2 lanes), 8 packs (32 lanes, in pieces),
+// 64 packs (4 lanes of 17 or 18 rows, and of 2 or 1), over slices and a grid of two blocks, for
+// reductions whose packs are padded (the means of bfloat16 and floats, the arg-extremes of floats
+// and doubles, the bfloat16 moments staged as sums) and two whose packs are not (the bfloat16 L2
+// norm, 8 bytes a column; float var, 24 bytes); the input aligned (vectors) and one element off
+// (a column a thread).
+TEST(Family, ColumnsStagePaddedPacks) {
+  FASTREDUCE_REQUIRE_GPU();
+  namespace eng = fr::engine;
+  static_assert(eng::kColumnStageStride<8, 16> == 9);   // bfloat16 mean: 8 sums and counts of 16 bytes
+  static_assert(eng::kColumnStageStride<4, 16> == 5);   // float mean, float argmax
+  static_assert(eng::kColumnStageStride<2, 16> == 3);   // double argmax
+  static_assert(eng::kColumnStageStride<8, 4> == 8);    // bfloat16 sums in float: as before
+  static_assert(eng::kColumnStageStride<16, 8> == 16);  // 8-bit sums in 64 bits: as before
+  static_assert(eng::kColumnStageStride<1, 16> == 1);   // a column a thread: as before
+  static_assert(eng::kColumnStageStride<4, 24> == 4);   // float moments (24 bytes): as before
+  using RB = fr::reduction_t<__nv_bfloat16, fr::Mean>;
+  using RF = fr::reduction_t<float, fr::ArgMax>;
+  static_assert(eng::kColumnPack<RB> == 8 && sizeof(typename RB::Acc) == 16);
+  static_assert(eng::kColumnPack<RF> == 4 && sizeof(typename RF::Acc) == 16);
+  using RV = fr::reduction_t<__nv_bfloat16, fr::Var>;  // staged as its sums
+  static_assert(sizeof(eng::column_stage_t<RV, eng::kColumnPack<RV>>) == 16);
+  static_assert(sizeof(fr::reduction_t<double, fr::ArgMin>::Acc) == 16);
+  static_assert(sizeof(fr::reduction_t<__nv_bfloat16, fr::NormL2>::Acc) == 8);  // not padded
+  static_assert(sizeof(fr::reduction_t<float, fr::Var>::Acc) == 24);             // not padded
+  fr::Options few{};
+  few.max_blocks = 2;  // two resident blocks: the planner keeps blocks as wide as the packs
+  struct Shape {
+    std::size_t outer, length, packs;
+    unsigned width, lanes;  // the plan expected of the vector kernel
+  };
+  const Shape shapes[] = {{4, 1000, 37, 37, 6}, {4, 333, 100, 100, 2}, {1, 5000, 8, 8, 32}, {4, 70, 64, 64, 4},
+                          {4, 5, 64, 64, 4}};
+  std::mt19937_64 rng(test_seed());
+  bool pieces = false;
+  const auto plan_is = [&](const auto* probe, const fr::Axis& axis, const Shape& s, auto r) {
+    using R = decltype(r);
+    eng::AxisPlan plan{};
+    ASSERT_TRUE(plan_of<R>(probe, axis, few, plan));
+    ASSERT_EQ(plan.path, eng::AxisPath::Columns);
+    ASSERT_EQ(plan.group, s.width) << axis.inner << " columns";
+    ASSERT_EQ(plan.lanes, s.lanes) << axis.inner << " columns";
+    pieces |= plan.chunks > 1;
+  };
+  for (const Shape& s : shapes) {
+    for (std::size_t v : {std::size_t(8), std::size_t(4), std::size_t(2)}) {  // elements a vector: 2-, 4-, 8-byte types
+      const fr::Axis axis{.outer = s.outer, .length = s.length, .inner = s.packs * v};
+      const Layout l = make_layout(std::to_string(s.outer) + " x " + std::to_string(s.length) + " x " +
+                                       std::to_string(axis.inner), axis);
+      DeviceBuffer<char> probe(16);
+      if (v == 8) plan_is(reinterpret_cast<const __nv_bfloat16*>(probe.get()), axis, s, RB{});
+      if (v == 4) plan_is(reinterpret_cast<const float*>(probe.get()), axis, s, RF{});
+      if (::testing::Test::HasFatalFailure()) return;
+      for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+        if (v == 8) {
+          check_layout<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean", l, offset, rng, few, 300);
+          check_layout<__nv_bfloat16>(fr::Var{1}, "bfloat16 var", l, offset, rng, few, 1000);
+          check_layout<__nv_bfloat16>(fr::NormL2{}, "bfloat16 L2", l, offset, rng, few);
+        } else if (v == 4) {
+          check_layout<float>(fr::Mean{}, "float mean", l, offset, rng, few, 300);
+          check_layout<float>(fr::ArgMax{}, "float argmax", l, offset, rng, few);
+          check_layout<float>(fr::Var{1}, "float var", l, offset, rng, few);
+        } else {
+          check_layout<double>(fr::ArgMin{}, "double argmin", l, offset, rng, few);
+        }
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+  EXPECT_TRUE(pieces) << "no shape was cut into pieces";
+}
+
 TEST(Family, ArgExtremes) {
   FASTREDUCE_REQUIRE_GPU();
   check_everywhere<float>(fr::ArgMax{}, "float argmax", true);

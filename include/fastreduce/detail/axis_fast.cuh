@@ -761,6 +761,22 @@ template <class R>
 inline constexpr unsigned kColumnPack =
     kColumnStageFits<R, column_stage_t<R, kVecOf<R>>> ? kVecOf<R> : 1u;
 
+// The columns kernel stages thread t's pack of Pack values from value t * stride: the pack, and
+// where its values are 16 bytes (the means' sum and count, an arg-extreme's value and index, the
+// half types' moments as sums) and there are 2 or more, one value more, an odd count of 16-byte
+// chunks, so that a quarter warp's stores of one value of its packs fall in distinct banks. Without
+// it they met in a few: the bfloat16 mean's packs of 8, 128 bytes apart, put a quarter warp's
+// stores in the same 16 bytes of the banks, 8 times the wavefronts (Nsight Compute, H200, down
+// columns of 16 at 2^24: 4.19M store wavefronts, 3.67M of them conflicts; 0.56M padded). A pack's
+// values stay in order, so a warp's reads of consecutive columns in the walk fall in distinct
+// banks where a quarter warp reads in one pack (packs of 8 or more), in two with packs of 4.
+// Packs of smaller values keep their order: padded, bfloat16 Sum's 8 floats a thread traded its
+// stores' conflicts for its reads' and ran 0.95x down columns of 4.
+template <unsigned Pack, std::size_t S>
+inline constexpr unsigned kColumnStagePad = S == 16 && Pack > 1 ? 1u : 0u;
+template <unsigned Pack, std::size_t S>
+inline constexpr unsigned kColumnStageStride = Pack + kColumnStagePad<Pack, S>;
+
 // The columns kernel's bound: a reduction's kColumnsMinBlocks, else none (0 emits no bound, as
 // the kernel had; 1 would change the built-in ops' code, as it did the rows kernels'); a vector
 // kernel that stages the LaneAcc form, R's kColumnsLaneStageMinBlocks.
@@ -803,7 +819,8 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
   using L = Loaded<R, Pack>;
   using Stage = column_stage_t<R, Pack>;
   constexpr bool kLaneStage = !std::is_same_v<Stage, Acc>;
-  __shared__ Stage stage[kAxisThreads * Pack];
+  constexpr unsigned kStride = kColumnStageStride<Pack, sizeof(Stage)>;  // values a thread's pack
+  __shared__ Stage stage[kAxisThreads * kStride];
   const unsigned w = threadIdx.x % args.width;
   const unsigned kk = threadIdx.x / args.width;
   const std::int64_t ls = args.length_stride;
@@ -878,8 +895,8 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
     }
 #pragma unroll
     for (unsigned e = 0; e < Pack; ++e) {
-      if constexpr (kLaneStage) stage[threadIdx.x * Pack + e] = u[e].to_lane(u[e].value(s[e]));
-      else stage[threadIdx.x * Pack + e] = u[e].value(s[e]);
+      if constexpr (kLaneStage) stage[threadIdx.x * kStride + e] = u[e].to_lane(u[e].value(s[e]));
+      else stage[threadIdx.x * kStride + e] = u[e].value(s[e]);
     }
     __syncthreads();  // every lane's values are staged
     const unsigned columns = args.width * Pack;
@@ -895,8 +912,10 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
       longer_lanes = static_cast<unsigned>(rows % args.lanes);
     }
     const auto staged = [&](const R& uc, unsigned l, unsigned j) -> decltype(auto) {
-      if constexpr (kLaneStage) return uc.from_lane(stage[l * columns + j], lane_rows + (l < longer_lanes ? 1 : 0));
-      else return static_cast<const Acc&>(stage[l * columns + j]);  // (a reference: the kernels' code as before)
+      // thread l * width + j / Pack's value j % Pack
+      const unsigned at = kStride == Pack ? l * columns + j : (l * args.width + j / Pack) * kStride + j % Pack;
+      if constexpr (kLaneStage) return uc.from_lane(stage[at], lane_rows + (l < longer_lanes ? 1 : 0));
+      else return static_cast<const Acc&>(stage[at]);  // (a reference: the kernels' code as before)
     };
     const unsigned shift = column_groups<R>() ? column_group_shift(columns, args.lanes) : 0u;
     if (shift == 0) {  // a thread a column walks its lanes in order
