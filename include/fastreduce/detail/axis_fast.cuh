@@ -770,8 +770,8 @@ inline constexpr unsigned kColumnPack =
 // columns of 16 at 2^24: 4.19M store wavefronts, 3.67M of them conflicts; 0.56M padded). A pack's
 // values stay in order, so a warp's reads of consecutive columns in the walk fall in distinct
 // banks where a quarter warp reads in one pack (packs of 8 or more), two to a chunk with packs of
-// 4 and 2. Packs of smaller values keep their order: padded, bfloat16 Sum's 8 floats a thread traded its
-// stores' conflicts for its reads' and ran 0.95x down columns of 4.
+// 4 and 2. Packs of smaller values keep their order: padded, bfloat16 Sum's 8 floats a thread
+// traded its stores' conflicts for its reads' and ran 0.95x down columns of 4.
 template <unsigned Pack, std::size_t S>
 inline constexpr unsigned kColumnStagePad = S == 16 && Pack > 1 ? 1u : 0u;
 template <unsigned Pack, std::size_t S>
