@@ -532,6 +532,8 @@ TEST(Family, HalfMomentsColumnsByVectors) {
   static_assert(!eng::column_lane_stage<fr::reduction_t<float, fr::Var>>());  // its Acc fits
   static_assert(!eng::column_lane_stage<fr::reduction_t<std::int16_t, fr::Var>>());  // not measured
   static_assert(eng::kColumnFinish<RB> == eng::ColumnFinish::LaneWords);
+  static_assert(eng::column_units_by_vector<RB>() && eng::column_units_by_vector<RH>());
+  static_assert(!eng::column_units_by_vector<fr::reduction_t<float, fr::Var>>());  // a load a column
   fr::Options few{};
   few.max_blocks = 2;
   const std::pair<fr::Axis, fr::Options> shapes[] = {
@@ -565,6 +567,14 @@ TEST(Family, HalfMomentsColumnsByVectors) {
       check_layout<__nv_bfloat16>(fr::Var{1}, "bfloat16 var", l, offset, rng, opt, 1000);
       check_layout<__half>(fr::Std{0}, "half std(0)", l, offset, rng, opt, 1000);
       check_layout<__nv_bfloat16>(fr::Var{2}, "bfloat16 var(2)", l, offset, rng, opt, -300);
+      // The half types' lanes take their shifts from their pack's first row, loaded as one
+      // vector (axis_fast.cuh, column_units_by_vector). The data above lie far from 0, so on the
+      // shapes whose lanes meet in the walk a lane shifted from another element than its
+      // column's first would add its offsets to another's (where a thread finishes its own
+      // columns a wrong shift moves only the rounding). Float's and double's moments, a load a
+      // column, on the same shapes as controls.
+      check_layout<float>(fr::Var{1}, "float var", l, offset, rng, opt, 1e4);
+      check_layout<double>(fr::Std{1}, "double std", l, offset, rng, opt, -1e6);
       if (::testing::Test::HasFatalFailure()) return;
     }
   }

@@ -39,6 +39,12 @@
 //                         elements however large n is (the moments), so the columns kernel may
 //                         stage its lanes in the form, each with its count of rows, where a
 //                         vector of columns' Accs would not fit (axis_fast.cuh, column_lane_stage)
+//   kColumnUnitsByVector  (optional) true: the vector columns kernel loads the first row of a
+//                         thread's pack of columns as one vector and gives at() its copies, where
+//                         at() reads *first (the half types' moments: their shift; axis_fast.cuh,
+//                         column_units_by_vector). Such an at() reads *first alone and keeps no
+//                         pointer (it is given a local copy), and at() of a zero stands for
+//                         at(nullptr) where the thread folds nothing
 // State, Acc, LaneAcc and Partial are trivially copyable (they are shuffled and stored word by
 // word). from_lane(to_lane(a), n) is a for an Acc a of exactly n elements: the kernel meets in
 // the form only on rows of whole vectors that every lane of the row has loaded.

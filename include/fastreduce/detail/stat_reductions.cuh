@@ -82,6 +82,12 @@ struct MomentsReduction {
   // Two blocks an SM on that vector kernel: 120 registers, no spills (ptxas, sm_90); at four it
   // spilled 460 bytes at 64 registers, at three 216 at 80 (chosen from ptxas, not timed).
   static constexpr unsigned kColumnsLaneStageMinBlocks = 2;
+  // The vector columns kernel reads the shifts of a thread's pack of columns as one vector
+  // (axis_fast.cuh, column_units_by_vector): measured for the half types, 8 columns a thread
+  // (on an H200, bfloat16 var down columns of 4 to 256 at 2^24 1.07-1.09x, of 4 and 16 at 2^28
+  // 1.10x and 1.04x); float var down columns of 4 at 2^28 ran 0.90x so (4 columns a thread,
+  // fewer instructions; not profiled), and doubles' were not measured: they keep a load a column.
+  static constexpr bool kColumnUnitsByVector = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
   Finish finish;
   double shift = 0;  // the unit's first element (0 if that is not finite)
 
