@@ -851,19 +851,16 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
     };
     const Units<R, Pack> units = [&] {
       if constexpr (Pack != 1 && column_units_by_vector<R>()) {
-        // The pack's first row as one vector, its copies given to at() (column_units_by_vector); zeros
-        // where the thread folds none (a unit that folds nothing, as at(nullptr) would give the
-        // moments). Each copy a scalar of its own: a pointer into the vector kept it in local
-        // memory (16 bytes of stack, and fewer of its gains).
+        // The pack's first row as one vector, its elements given to at() by row_unit
+        // (column_units_by_vector); zeros where the thread folds none (a unit that folds nothing,
+        // as at(nullptr) would give the moments). A pointer into the vector or null, chosen per
+        // column, kept the vector in local memory (16 bytes of stack, and fewer of its gains).
         using Row = primitives::Vec<typename R::Input, Pack>;
         Row first{};
         if (kk < args.lanes && col < args.inner) {
           first = primitives::load_vec<primitives::LoadHint::ReadOnly>(reinterpret_cast<const Row*>(args.in.x + column_start(col)));
         }
-        return make_units<R, Pack>([&](unsigned e) {
-          const typename R::Input x = first.elem[e];
-          return red.at(&x);
-        });
+        return make_units<R, Pack>([&](unsigned e) { return row_unit(red, first.elem[e]); });
       } else {
         return make_units<R, Pack>([&](unsigned e) {
           return red.at(kk < args.lanes && col + e < args.inner ? args.in.x + column_start(col + e) : nullptr);

@@ -43,7 +43,7 @@
 //                         thread's pack of columns as one vector and gives at() its copies, where
 //                         at() reads *first (the half types' moments: their shift; axis_fast.cuh,
 //                         column_units_by_vector). Such an at() reads *first alone and keeps no
-//                         pointer (it is given a local copy), and at() of a zero stands for
+//                         pointer (it is given the loaded copy), and at() of a zero stands for
 //                         at(nullptr) where the thread folds nothing
 // State, Acc, LaneAcc and Partial are trivially copyable (they are shuffled and stored word by
 // word). from_lane(to_lane(a), n) is a for an Acc a of exactly n elements: the kernel meets in
