@@ -522,6 +522,9 @@ TEST(Family, ShortColumnsOneLaneAColumn) {
 // counts, a block whose width does not divide its threads (threads past its lanes), pieces whose
 // last one is shorter, one lane a column, few blocks; a wrong count shows in the divisions by it
 // (the mean's offset and the variance); the input aligned (vectors) and not (a column a thread).
+// Pieces of a power of two of rows take the mean's offset by a multiplication (axis_fast.cuh,
+// column_partial), others by the division: both, with one lane a column, with lanes meeting in
+// the walk, and in pieces.
 TEST(Family, HalfMomentsColumnsByVectors) {
   FASTREDUCE_REQUIRE_GPU();
   namespace eng = fr::engine;
@@ -543,8 +546,13 @@ TEST(Family, HalfMomentsColumnsByVectors) {
       {{.outer = 1, .length = 100003, .inner = 64}, {}},     // pieces, the last one shorter
       {{.outer = 1, .length = 5000, .inner = 2048}, few},    // few blocks, lanes of 1250 rows
       {{.outer = 2, .length = 4, .inner = 40000}, few},      // one lane a column
+      {{.outer = 2, .length = 3, .inner = 40000}, few},      // one lane a column of 3 rows
+      {{.outer = 1, .length = 8, .inner = 16}, {}},          // 128 lanes, 8 rows
+      {{.outer = 1, .length = 65536, .inner = 64}, few},     // pieces of 2^14 rows
   };
   bool idle_lanes = false, past_lanes = false, short_last_piece = false, one_lane = false;
+  // column_partial's two forms (a power of two of rows or not) by one lane, by lanes, in pieces
+  bool by_lane[2][3] = {};
   std::mt19937_64 rng(test_seed());
   for (const auto& [axis, opt] : shapes) {
     const Layout l = make_layout(std::to_string(axis.outer) + " x " + std::to_string(axis.length) + " x " +
@@ -563,6 +571,8 @@ TEST(Family, HalfMomentsColumnsByVectors) {
         past_lanes |= plan.group * plan.lanes < eng::kAxisThreads;
         short_last_piece |= plan.chunks > 1 && last_rows < plan.chunk;
         one_lane |= plan.lanes == 1 && plan.group == eng::kAxisThreads;
+        const std::size_t rows = std::min<std::size_t>(plan.chunk, axis.length);
+        by_lane[(rows & (rows - 1)) == 0 ? 1 : 0][plan.chunks > 1 ? 2 : plan.lanes > 1 ? 1 : 0] = true;
       }
       check_layout<__nv_bfloat16>(fr::Var{1}, "bfloat16 var", l, offset, rng, opt, 1000);
       check_layout<__half>(fr::Std{0}, "half std(0)", l, offset, rng, opt, 1000);
@@ -582,6 +592,12 @@ TEST(Family, HalfMomentsColumnsByVectors) {
   EXPECT_TRUE(past_lanes) << "no shape had threads past the block's lanes";
   EXPECT_TRUE(short_last_piece) << "no shape had a shorter last piece";
   EXPECT_TRUE(one_lane) << "no shape had one lane a column";
+  for (int pow2 : {0, 1}) {
+    for (int form : {0, 1, 2}) {
+      EXPECT_TRUE(by_lane[pow2][form]) << (pow2 ? "no power of two of rows" : "no other count of rows")
+                                       << (form == 0 ? " by one lane" : form == 1 ? " by lanes" : " in pieces");
+    }
+  }
 }
 
 // The columns kernel stages packs of 16-byte values a value apart (axis_fast.cuh,
@@ -668,12 +684,22 @@ TEST(Family, ArgExtremes) {
   check_everywhere<std::uint8_t>(fr::ArgMax{}, "uint8 argmax");
 }
 
+// The moments in three tests, whose CPU references take most of their time, so that a sharded
+// tier spreads them (one test took some 200 s on an H200).
 TEST(Family, MeanVarianceStd) {
   FASTREDUCE_REQUIRE_GPU();
   check_everywhere<float>(fr::Mean{}, "float mean");
   check_everywhere<float>(fr::Var{1}, "float var", true);
+}
+
+TEST(Family, DoubleVarianceStd) {
+  FASTREDUCE_REQUIRE_GPU();
   check_everywhere<double>(fr::Var{0}, "double var(0)");
   check_everywhere<double>(fr::Std{2}, "double std(2)");
+}
+
+TEST(Family, NarrowMeanVarianceStd) {
+  FASTREDUCE_REQUIRE_GPU();
   check_everywhere<__half>(fr::Var{1}, "half var");
   check_everywhere<__nv_bfloat16>(fr::Mean{}, "bfloat16 mean");
   // The moments of 2- and 1-byte types take a block per as many elements as float's

@@ -821,6 +821,22 @@ __host__ __device__ constexpr bool column_units_by_vector() {
   else return false;
 }
 
+// The partial of a column's accumulator v, of the piece's `rows` rows (every column of a piece
+// folds them all): by R's lane_partial where R has one and `by_lane` says rows is a power of two
+// (the moments: their offset s1 / n by a multiplication, the same bits as the division, as the
+// rows kernels finish; LaneForm), else partial(v). The columns kernel's units all share the count,
+// so the test is one an item.
+template <class R>
+__device__ __forceinline__ typename R::Partial column_partial(const R& u, const typename R::Acc& v, bool by_lane,
+                                                              std::size_t rows) {
+  if constexpr (kHasLanePartial<R>) {
+    if (by_lane) return u.lane_partial(u.to_lane(v), rows);
+  }
+  (void)by_lane;
+  (void)rows;
+  return u.partial(v);
+}
+
 // Inner-contiguous columns: thread t walks down a pack of Pack adjacent columns (a 16-byte
 // vector, or one element), taking every lanes-th row of the block's piece; the row lanes' values
 // then meet in shared memory in lane order.
@@ -892,10 +908,14 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
       }
       for (; k < k_end; k += step) fold_row(load_vector<Pack, primitives::LoadHint::ReadOnly, R>(base, static_cast<std::int64_t>(k) * ls, 0), k);
     }
+    // The piece's rows, which every column of it folds (lanes meet below), and whether that count
+    // is a power of two (column_partial).
+    const std::size_t rows = args.length - k_begin < args.chunk ? args.length - k_begin : args.chunk;
+    const bool rows_by_lane = (rows & (rows - 1)) == 0;
     // Column i's result (chunks 1) or its piece's partial, from its accumulator v.
     const auto finish = [&](const R& uc, std::size_t i, const Acc& v) {
-      if (args.chunks == 1) write_result(uc, args.out, o * args.inner + i, uc.partial(v));
-      else args.partials[(o * args.chunks + piece) * args.inner + i] = uc.partial(v);
+      if (args.chunks == 1) write_result(uc, args.out, o * args.inner + i, column_partial(uc, v, rows_by_lane, rows));
+      else args.partials[(o * args.chunks + piece) * args.inner + i] = column_partial(uc, v, rows_by_lane, rows);
     };
     if (kColumnFinish<R> != ColumnFinish::Walk && args.width == kAxisThreads) {
       // One lane a column and every thread one (uniform: a block as wide as its threads, short
@@ -910,7 +930,7 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
         if (args.chunks == 1) {
           const unsigned n = col < args.inner ? static_cast<unsigned>(args.inner - col < Pack ? args.inner - col : Pack) : 0u;
           store_results<Pack>(args.out, o * args.inner + col, n,
-                              [&](unsigned e) { return u[e].project(u[e].partial(acc(e))); });
+                              [&](unsigned e) { return u[e].project(column_partial(u[e], acc(e), rows_by_lane, rows)); });
           continue;
         }
       }
@@ -935,7 +955,6 @@ __global__ void __launch_bounds__(kAxisThreads, columns_min_blocks<R, Pack>())
     std::size_t lane_rows = 0;
     unsigned longer_lanes = 0;
     if constexpr (kLaneStage) {
-      const std::size_t rows = args.length - k_begin < args.chunk ? args.length - k_begin : args.chunk;
       lane_rows = rows / args.lanes;
       longer_lanes = static_cast<unsigned>(rows % args.lanes);
     }

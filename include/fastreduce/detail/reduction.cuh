@@ -34,7 +34,9 @@
 //     lane_combine(a, b)    combine's operations on the form (the same bits)
 //     from_lane(l, n)       the Acc of a row of n elements from the form
 //     lane_partial(l, n)    (optional) partial(from_lane(l, n)) for n a power of two, the same
-//                           bits in fewer operations
+//                           bits in fewer operations; the columns kernel also finishes a column's
+//                           Acc a of n elements by lane_partial(to_lane(a), n), however large n
+//                           is, so from_lane(to_lane(a), n) must give a back (the moments)
 //   kColumnLaneStage      (optional) true: from_lane(to_lane(a), n) is a for an Acc a of n
 //                         elements however large n is (the moments), so the columns kernel may
 //                         stage its lanes in the form, each with its count of rows, where a

@@ -131,7 +131,8 @@ struct MomentsReduction {
   }
   // partial(from_lane(l, n)) for n = 2^k: s1 times 2^-k, the division's bits (both round the one
   // exact quotient once, subnormal or not) in a few integer instructions and a multiply, where
-  // the division takes about fifteen and a branch to its slow path.
+  // the division takes about fifteen and a branch to its slow path. The rows kernels finish rows
+  // of 2^k elements so, the columns kernel pieces of 2^k rows (axis_fast.cuh, column_partial).
   __device__ __forceinline__ Partial lane_partial(const LaneSums& l, std::size_t n) const {
     return with_offset(static_cast<std::int64_t>(n), l.s1 * inverse_power_of_two(n), l.s1, l.s2);
   }
