@@ -17,6 +17,14 @@ constexpr std::size_t kMaxPieceTiles = std::size_t(1) << 24;
 constexpr std::size_t kMaxExactPieceTiles = std::size_t(1) << 18;
 static_assert(4288.0 * 4294967295.0 * double(kMaxExactPieceTiles) < 9223372036854775808.0);
 
+// The columns kernel loops over its items (short columns: a block's 16 KB or so of rows). A grid
+// of every item had the block scheduler start a block per item; at most kItemWaves times the
+// resident blocks, each block loops over one to a few dozen (H200, 2^28 elements: float var and
+// argmax down columns of 4 1.12x, var down columns of 3 1.14x; docs/notes.md, "The columns
+// kernel's grid: 16 waves"). The same cap on the rows-lanes kernel sped the moments up to 1.12x
+// but cost sums over rows of 4 and the dot product 2-3%: it keeps a grid of every item.
+constexpr std::size_t kItemWaves = 16;
+
 std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {
   std::size_t capacity = std::max<std::size_t>(1, std::size_t(std::max(sms, 1)) * std::max(blocks_per_sm, 1));
   if (max_blocks > 0) capacity = std::min<std::size_t>(capacity, max_blocks);
@@ -30,6 +38,11 @@ unsigned grid_for(std::size_t items, std::size_t per_block, unsigned max_blocks)
   grid = std::min<std::size_t>(grid, std::numeric_limits<int>::max());
   if (max_blocks > 0) grid = std::min<std::size_t>(grid, max_blocks);
   return static_cast<unsigned>(grid);
+}
+
+// grid_for's grid, and at most kItemWaves times the resident blocks.
+unsigned waves_for(std::size_t items, std::size_t per_block, unsigned max_blocks, std::size_t resident) {
+  return static_cast<unsigned>(std::min<std::size_t>(grid_for(items, per_block, max_blocks), kItemWaves * resident));
 }
 
 unsigned pow2_floor(std::size_t x) {
@@ -248,7 +261,7 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       plan.lanes = kAxisThreads / plan.group;
       plan.col_blocks = ceil_div(packs, plan.group);
       plan.items = layout.outer * plan.col_blocks * plan.chunks;
-      plan.grid = grid_for(plan.items, 1, max_blocks);
+      plan.grid = waves_for(plan.items, 1, max_blocks, resident);
       break;
     }
     case AxisPath::Strided:

@@ -227,6 +227,32 @@ TEST(AxisPlan, RowsLanesTakeRowsOfWholeVectorsOrOfPartOfOne) {
   EXPECT_STREQ(eng::axis_path_name(eng::AxisPath::RowsLanes), "rows-lanes");
 }
 
+TEST(AxisPlan, ColumnsLoopOverAFewWaves) {
+  // 2^28 floats down columns of 4, a kernel of 4 blocks an SM on 132 SMs: 65536 items of 256 packs
+  // each, 16 waves of 528 blocks looping over them.
+  const auto cols = eng::plan_axis(eng::AxisPath::Columns, resolved({.length = 4, .inner = std::size_t(1) << 26}), 4,
+                                   12, 132, 4, 0, 0);
+  EXPECT_EQ(cols.group, eng::kAxisThreads);
+  EXPECT_EQ(cols.items, (std::size_t(1) << 24) / eng::kAxisThreads);
+  EXPECT_EQ(cols.grid, 16u * 132 * 4);
+  EXPECT_EQ(eng::plan_axis(eng::AxisPath::ColumnsScalar, resolved({.length = 3, .inner = (std::size_t(1) << 28) / 3}),
+                           4, 12, 132, 4, 0, 0).grid, 16u * 132 * 4);
+  // Fewer items than that: a block each; max_blocks still caps the grid.
+  const auto few = eng::plan_axis(eng::AxisPath::Columns, resolved({.length = 4, .inner = 4096}), 4, 12, 132, 4, 0, 0);
+  EXPECT_EQ(few.grid, few.items);
+  EXPECT_EQ(eng::plan_axis(eng::AxisPath::Columns, resolved({.length = 4, .inner = std::size_t(1) << 26}), 4, 12, 132,
+                           4, 100, 0).grid, 100u);
+  // The rows kernels keep a grid of every item (a cap cost sums over rows of 4 and the dot
+  // product 2-3%): 2^26 rows of 4 floats are 2^19 runs of a warp.
+  const auto rows = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = std::size_t(1) << 26, .length = 4}), 4,
+                                   4, 132, 8, 0, 0);
+  EXPECT_EQ(rows.items, (std::size_t(1) << 26) / (32 * eng::kLanesUnroll));
+  EXPECT_EQ(rows.grid, rows.items / eng::kAxisWarps);
+  const auto warps = eng::plan_axis(eng::AxisPath::RowsWarp, resolved({.outer = std::size_t(1) << 22, .length = 1024}),
+                                    4, 4, 132, 8, 0, 0);
+  EXPECT_EQ(warps.grid, (std::size_t(1) << 22) / eng::kAxisWarps);
+}
+
 TEST(AxisPlan, VectorsNeedAlignedRowsOfColumns) {
   EXPECT_TRUE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, true));
   EXPECT_FALSE(eng::columns_vectorizable(resolved({.length = 10, .inner = 8}), 4, false));
