@@ -21,8 +21,9 @@ static_assert(4288.0 * 4294967295.0 * double(kMaxExactPieceTiles) < 922337203685
 // of every item had the block scheduler start a block per item; at most kItemWaves times the
 // resident blocks, each block loops over one to a few dozen (H200, 2^28 elements: float var and
 // argmax down columns of 4 1.12x, var down columns of 3 1.14x; docs/notes.md, "The columns
-// kernel's grid: 16 waves"). The same cap on the rows-lanes kernel sped the moments up to 1.12x
-// but cost sums over rows of 4 and the dot product 2-3%: it keeps a grid of every item.
+// kernel's grid: 16 waves"). The rows-lanes kernel takes the same cap only where the reduction
+// asks for it (axis_dispatch.cuh, lanes_loop): there it sped the moments
+// and the mean up to 1.12x but cost sums over rows of 4 and the dot product 2-3%.
 constexpr std::size_t kItemWaves = 16;
 
 std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {
@@ -195,7 +196,8 @@ bool columns_vectorizable(const AxisLayout& layout, std::size_t elem_size, bool 
 }
 
 AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_size, std::size_t acc_size, int sms,
-                   int blocks_per_sm, unsigned max_blocks, unsigned repro_words, bool exact_lanes) {
+                   int blocks_per_sm, unsigned max_blocks, unsigned repro_words, bool exact_lanes,
+                   bool lanes_loop) {
   AxisPlan plan{};
   plan.path = path;
   const std::size_t outputs = layout.outputs();
@@ -228,7 +230,8 @@ AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_siz
       plan.rows_per_tile = row_bytes >= 16 ? 1 : 16 / row_bytes;
       plan.chunk = outputs * layout.length / v;  // whole vectors
       plan.items = ceil_div(plan.chunk, std::size_t(32) * kLanesUnroll);
-      plan.grid = grid_for(plan.items, kAxisWarps, max_blocks);
+      plan.grid = lanes_loop ? waves_for(plan.items, kAxisWarps, max_blocks, resident)
+                             : grid_for(plan.items, kAxisWarps, max_blocks);
       break;
     }
     case AxisPath::RowsWarp:

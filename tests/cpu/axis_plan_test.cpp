@@ -242,12 +242,40 @@ TEST(AxisPlan, ColumnsLoopOverAFewWaves) {
   EXPECT_EQ(few.grid, few.items);
   EXPECT_EQ(eng::plan_axis(eng::AxisPath::Columns, resolved({.length = 4, .inner = std::size_t(1) << 26}), 4, 12, 132,
                            4, 100, 0).grid, 100u);
-  // The rows kernels keep a grid of every item (a cap cost sums over rows of 4 and the dot
-  // product 2-3%): 2^26 rows of 4 floats are 2^19 runs of a warp.
+  EXPECT_EQ(few.items, 128u);
+  // Items of a whole block of packs (kAxisThreads packs of 4 floats): 16 waves exactly, and an
+  // item more. Pieces of columns are items too.
+  const std::size_t block_floats = 4 * std::size_t(eng::kAxisThreads);
+  const auto at_cap = eng::plan_axis(eng::AxisPath::Columns, resolved({.length = 4, .inner = 16 * 528 * block_floats}),
+                                     4, 12, 132, 4, 0, 0);
+  EXPECT_EQ(at_cap.items, 16u * 528);
+  EXPECT_EQ(at_cap.grid, 16u * 528);
+  const auto over = eng::plan_axis(eng::AxisPath::Columns,
+                                   resolved({.length = 4, .inner = (16 * 528 + 1) * block_floats}), 4, 12, 132, 4, 0, 0);
+  EXPECT_EQ(over.items, 16u * 528 + 1);
+  EXPECT_EQ(over.grid, 16u * 528);
+  const auto pieced = eng::plan_axis(eng::AxisPath::Columns, resolved({.length = std::size_t(1) << 24, .inner = 1024}),
+                                     4, 12, 132, 4, 0, 0);
+  EXPECT_GT(pieced.chunks, 1u);
+  EXPECT_EQ(pieced.items, pieced.col_blocks * pieced.chunks);
+  EXPECT_EQ(pieced.grid, std::min<std::size_t>(pieced.items, 16u * 528));
+  // The rows-lanes kernel keeps a grid of every item (a cap cost sums over rows of 4 and the dot
+  // product 2-3%) unless the reduction asks for the loop: 2^26 rows of 4 floats are 2^19 runs of
+  // a warp, 2^16 blocks of kAxisWarps runs, or 16 waves of 8 blocks an SM on 132 SMs.
   const auto rows = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = std::size_t(1) << 26, .length = 4}), 4,
                                    4, 132, 8, 0, 0);
   EXPECT_EQ(rows.items, (std::size_t(1) << 26) / (32 * eng::kLanesUnroll));
   EXPECT_EQ(rows.grid, rows.items / eng::kAxisWarps);
+  const auto looped = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = std::size_t(1) << 26, .length = 4}),
+                                     4, 48, 132, 8, 0, 0, false, true);
+  EXPECT_EQ(looped.items, rows.items);
+  EXPECT_EQ(looped.grid, 16u * 132 * 8);
+  EXPECT_EQ(eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = std::size_t(1) << 26, .length = 4}), 4, 48,
+                           132, 8, 1000, 0, false, true).grid, 1000u);
+  // Fewer runs than 16 waves: a block per kAxisWarps runs either way.
+  const auto short_rows = eng::plan_axis(eng::AxisPath::RowsLanes, resolved({.outer = 4096, .length = 64}), 4, 48, 132,
+                                         8, 0, 0, false, true);
+  EXPECT_EQ(short_rows.grid, (4096u * 64 / 4 / (32 * eng::kLanesUnroll) + eng::kAxisWarps - 1) / eng::kAxisWarps);
   const auto warps = eng::plan_axis(eng::AxisPath::RowsWarp, resolved({.outer = std::size_t(1) << 22, .length = 1024}),
                                     4, 4, 132, 8, 0, 0);
   EXPECT_EQ(warps.grid, (std::size_t(1) << 22) / eng::kAxisWarps);

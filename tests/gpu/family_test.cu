@@ -781,6 +781,57 @@ TEST(Family, LengthOneAndShortRowsTakeTheirPaths) {
   EXPECT_EQ(path(fr::Var{1}, {.outer = 8192, .length = 1024}), P::RowsWarp);
 }
 
+// The rows-lanes kernel's grid per reduction: 2^28 elements in short rows are more runs than 16
+// waves of resident blocks take, so the reductions whose lanes_loop asks for it (the moments and
+// the means of float, half and bfloat16, float argmax over rows of 16 to 256) launch 16 waves that
+// loop over the runs, and every other reduction and row a block per kAxisWarps runs (planning
+// alone: it reads no element).
+TEST(Family, RowsLanesGridPerReduction) {
+  FASTREDUCE_REQUIRE_GPU();
+  namespace eng = fr::engine;
+  int device = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  DeviceBuffer<double> probe(2);
+  const std::size_t total = std::size_t(1) << 28;
+  const auto check = [&]<class R>(std::size_t length, bool loops, const char* what) {
+    using T = typename R::Input;
+    eng::AxisPlan plan{};
+    const T* x = reinterpret_cast<const T*>(probe.get());
+    const fr::Axis axis{.outer = total / length, .length = length};
+    ASSERT_EQ(eng::describe_axis_reduction<R>(eng::inputs_t<R>{x}, axis, {}, plan), cudaSuccess) << what;
+    ASSERT_EQ(plan.path, eng::AxisPath::RowsLanes) << what << " rows of " << length;
+    const std::size_t every = (plan.items + eng::kAxisWarps - 1) / eng::kAxisWarps;
+    if (loops) {
+      EXPECT_LT(plan.grid, every) << what << " rows of " << length;
+      EXPECT_EQ(plan.grid % (16 * sms), 0u) << what << " rows of " << length << ": " << plan.grid << " blocks";
+    } else {
+      EXPECT_EQ(plan.grid, every) << what << " rows of " << length;
+    }
+  };
+  const auto expect = [&]<class T, class Op>(const Op&, std::size_t length, bool loops, const char* what) {
+    if constexpr (fr::reducible<T, Op>) check.template operator()<eng::builtin_t<T, Op>>(length, loops, what);
+    else check.template operator()<fr::reduction_t<T, Op>>(length, loops, what);
+  };
+  for (std::size_t length : {2, 4, 16, 64, 256}) {
+    expect.template operator()<float>(fr::Var{1}, length, true, "float var");
+    expect.template operator()<float>(fr::Std{0}, length, true, "float std");
+    expect.template operator()<float>(fr::Mean{}, length, length >= 4, "float mean");
+    expect.template operator()<float>(fr::Sum{}, length, false, "float sum");
+    expect.template operator()<float>(fr::Max{}, length, false, "float max");
+    expect.template operator()<float>(fr::NormL2{}, length, false, "float L2");
+  }
+  for (std::size_t length : {2, 4, 8, 64, 1024}) {
+    expect.template operator()<__nv_bfloat16>(fr::Var{1}, length, length >= 4, "bfloat16 var");
+    expect.template operator()<__half>(fr::Mean{}, length, length >= 4, "half mean");
+  }
+  for (std::size_t length : {4, 8, 16, 256, 512}) {
+    expect.template operator()<float>(fr::ArgMax{}, length, length >= 16 && length <= 256, "float argmax");
+  }
+  expect.template operator()<double>(fr::Var{1}, 4, false, "double var");
+  expect.template operator()<std::int32_t>(fr::ArgMin{}, 64, false, "int32 argmin");
+}
+
 // Rows as one array of vectors (AxisPath::RowsLanes) for every op of the family: rows of 4 bytes
 // to 2 KB (2 or 4 rows a vector, then 1 to 128 vectors a row: 128 for one input), few rows and rows past the last
 // whole vector, on three blocks (each warp takes many runs) and on the planner's grid; each

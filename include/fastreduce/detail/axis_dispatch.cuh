@@ -83,6 +83,24 @@ constexpr LanesRows lanes_rows() {
 template <class R>
 inline constexpr LanesRows kLanesRows = lanes_rows<R>();
 
+// RowsLanes rows for which R::lanes_loop(length) holds (length: the row's elements) take at most
+// 16 waves of resident blocks, which loop over the warps' runs (plan_axis' lanes_loop); other rows
+// and reductions a block per kAxisWarps runs. On an H200 at 2^28 (docs/notes.md, "The rows-lanes
+// kernel's grid"), the cap sped float var and std over rows of 2 to 256 up to 1.14x, the means
+// over rows of 4 to 256 up to 1.09x (bfloat16) and float argmax over rows of 16 to 256
+// 1.03-1.11x, but cost the means over rows of 2 2-4%, argmax over rows of 8 and 512 1-2% and, in
+// an earlier measurement, float Sum, max and argmax over rows of one vector 2-3% and the dot
+// product over rows of 4 to 256 1-3%: the built-in ops and the other reductions keep a block per
+// kAxisWarps runs.
+template <class R>
+constexpr bool lanes_loop(std::size_t length) {
+  if constexpr (requires { R::lanes_loop(length); }) {
+    return R::lanes_loop(length);
+  } else {
+    return false;
+  }
+}
+
 template <class R, unsigned V>
 struct AxisKernels {
   static constexpr auto tile() {
@@ -304,7 +322,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
     // A tile holds rows of every input (two inputs: half a tile's bytes each).
     const std::size_t elem_size = path == AxisPath::RowsTile ? kAxisPolicy.tile_bytes / kTileElems<R> : sizeof(T);
     out.plan = plan_axis(path, out.layout, elem_size, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks, repro_words,
-                         out.exact);
+                         out.exact, path == AxisPath::RowsLanes && lanes_loop<R>(out.layout.length));
     out.dependent = has_second && compute_major(device) >= 9 && second.ptx_version >= 90;
     return cudaSuccess;
   });

@@ -163,9 +163,12 @@ struct AxisPlan {
 // Plans `path` for the layout. blocks_per_sm: of the path's main kernel; in_aligned: d_in is
 // 16-byte aligned (Columns needs it for vectors); repro_words: 8-byte words of an exact
 // accumulator row (reproducible paths); exact_lanes: Mode::Exact's lanes, which may spill a piece
-// per element into a column's limbs (shorter pieces keep the limbs below 2^63).
+// per element into a column's limbs (shorter pieces keep the limbs below 2^63); lanes_loop:
+// RowsLanes launches at most 16 waves of its resident blocks, which loop over the warps' runs
+// (else a block per kAxisWarps runs).
 AxisPlan plan_axis(AxisPath path, const AxisLayout& layout, std::size_t elem_size, std::size_t acc_size,
-                   int sms, int blocks_per_sm, unsigned max_blocks, unsigned repro_words, bool exact_lanes = false);
+                   int sms, int blocks_per_sm, unsigned max_blocks, unsigned repro_words, bool exact_lanes = false,
+                   bool lanes_loop = false);
 
 // The ordered path's group of threads per output (1, a warp or a block of kOrderedThreads) for
 // `outputs` outputs of `length` elements each; inner_contiguous: adjacent outputs are adjacent
