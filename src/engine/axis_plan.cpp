@@ -22,8 +22,8 @@ static_assert(4288.0 * 4294967295.0 * double(kMaxExactPieceTiles) < 922337203685
 // resident blocks, each block loops over one to a few dozen (H200, 2^28 elements: float var and
 // argmax down columns of 4 1.12x, var down columns of 3 1.14x; docs/notes.md, "The columns
 // kernel's grid: 16 waves"). The rows-lanes kernel takes the same cap only where the reduction
-// asks for it (axis_dispatch.cuh, lanes_loop): there it sped the moments
-// and the mean up to 1.12x but cost sums over rows of 4 and the dot product 2-3%.
+// asks for it (axis_dispatch.cuh, lanes_loop): there it sped the moments up to 1.14x and the
+// means up to 1.10x, but cost sums over rows of 4 and the dot product 2-3%.
 constexpr std::size_t kItemWaves = 16;
 
 std::size_t resident_blocks(int sms, int blocks_per_sm, unsigned max_blocks) {

@@ -87,7 +87,7 @@ inline constexpr LanesRows kLanesRows = lanes_rows<R>();
 // 16 waves of resident blocks, which loop over the warps' runs (plan_axis' lanes_loop); other rows
 // and reductions a block per kAxisWarps runs. On an H200 at 2^28 (docs/notes.md, "The rows-lanes
 // kernel's grid"), the cap sped float var and std over rows of 2 to 256 up to 1.14x, the means
-// over rows of 4 to 256 up to 1.09x (bfloat16) and float argmax over rows of 16 to 256
+// over rows of 4 to 256 up to 1.10x (bfloat16) and float argmax over rows of 16 to 256
 // 1.03-1.11x, but cost the means over rows of 2 2-4%, argmax over rows of 8 and 512 1-2% and, in
 // an earlier measurement, float Sum, max and argmax over rows of one vector 2-3% and the dot
 // product over rows of 4 to 256 1-3%: the built-in ops and the other reductions keep a block per
