@@ -322,7 +322,7 @@ cudaError_t plan_axis_launch(const Axis& axis, const inputs_t<R>& in, const Opti
     // A tile holds rows of every input (two inputs: half a tile's bytes each).
     const std::size_t elem_size = path == AxisPath::RowsTile ? kAxisPolicy.tile_bytes / kTileElems<R> : sizeof(T);
     out.plan = plan_axis(path, out.layout, elem_size, sizeof(P), sms, main.blocks_per_sm, opt.max_blocks, repro_words,
-                         out.exact, path == AxisPath::RowsLanes && lanes_loop<R>(out.layout.length));
+                         out.exact, lanes_loop<R>(out.layout.length));
     out.dependent = has_second && compute_major(device) >= 9 && second.ptx_version >= 90;
     return cudaSuccess;
   });

@@ -36,6 +36,11 @@ using dot_t = std::conditional_t<std::is_integral_v<T>, std::int64_t, stat_t<T>>
 
 namespace fastreduce::engine {
 
+// float, half and bfloat16: the inputs whose elements, squares and products are exact in double.
+template <class T>
+inline constexpr bool kFloatOrHalf =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
 // ---------------------------------------------------------------------------------------------
 // Moments. A unit of work (a block's share, a row or a piece of one, a column, a segment piece)
 // sums its elements' offsets from one of its elements (a shift its threads share): two adds and
@@ -80,8 +85,7 @@ struct MomentsReduction {
   // 1.05x, of 2 0.98x). Measured for float and bfloat16 inputs (half's the same code); doubles and
   // integers keep a block per kAxisWarps runs.
   static constexpr bool lanes_loop(std::size_t length) {
-    return (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
-           length * sizeof(T) >= 8;
+    return kFloatOrHalf<T> && length * sizeof(T) >= 8;
   }
   // The columns kernel may stage a lane as its sums (LaneAcc), its count restored from the rows it
   // folded: the half types' vectors of columns fit the 32 KB stage so (axis_fast.cuh). Measured
@@ -184,8 +188,7 @@ struct VarianceOf;
 // Mode::Reproducible and Mode::Exact: the variance and standard deviation of float, half and
 // bfloat16 inputs from the exact sums of the elements and of their squares, 1-D and along axes.
 template <class T>
-inline constexpr bool kVarianceSum<MomentsReduction<T, VarianceOf<stat_t<T>>>> =
-    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+inline constexpr bool kVarianceSum<MomentsReduction<T, VarianceOf<stat_t<T>>>> = kFloatOrHalf<T>;
 
 template <class O>
 struct MeanOf {
@@ -248,8 +251,7 @@ struct SumMeanReduction {
   // lanes_loop; at 2^28 on an H200 bfloat16 rows of 4 1.08x, float 1.03x; rows of 2 0.97-0.98x).
   // Measured for float and bfloat16 inputs (half's the same code), not for the small integers.
   static constexpr bool lanes_loop(std::size_t length) {
-    return (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
-           length >= 4;
+    return kFloatOrHalf<T> && length >= 4;
   }
   __device__ __forceinline__ SumMeanReduction at(const T*) const { return *this; }
   __host__ __device__ __forceinline__ SumCount identity() const { return {0.0, 0}; }
@@ -333,8 +335,7 @@ using mean_reduction =
 template <>
 inline constexpr bool kMeanSum<MomentsReduction<double, MeanOf<double>>> = true;
 template <class T>
-inline constexpr bool kMeanSum<SumMeanReduction<T>> =
-    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+inline constexpr bool kMeanSum<SumMeanReduction<T>> = kFloatOrHalf<T>;
 template <class O>
 struct VarianceOf {
   int correction;
@@ -480,8 +481,7 @@ using l2_reduction = std::conditional_t<std::is_same_v<T, double>, Transformed<d
 // root of the exact sum of their squares (each exact in double), on every shape.
 template <class T, class F>
 inline constexpr bool kSquareSum<Transformed<T, NoInput, SquareWide, Sum, double, F>> =
-    (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
-    std::is_same_v<F, Root<stat_t<T>>>;
+    kFloatOrHalf<T> && std::is_same_v<F, Root<stat_t<T>>>;
 template <class T>
 using dot_reduction = Transformed<T, T, MultiplyWide, Sum, std::conditional_t<std::is_integral_v<T>, std::int64_t, double>,
                                   Cast<dot_t<T>>>;
@@ -489,8 +489,7 @@ using dot_reduction = Transformed<T, T, MultiplyWide, Sum, std::conditional_t<st
 // exact sum of the products (each exact in double), rounded once to float, on every shape.
 template <class T, class F>
 inline constexpr bool kProductSum<Transformed<T, T, MultiplyWide, Sum, double, F>> =
-    (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) &&
-    std::is_same_v<F, Cast<stat_t<T>>>;
+    kFloatOrHalf<T> && std::is_same_v<F, Cast<stat_t<T>>>;
 
 // ---------------------------------------------------------------------------------------------
 // A statistic or norm of __half or __nv_bfloat16 inputs written in the input's own type (the
